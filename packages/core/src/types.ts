@@ -1,0 +1,135 @@
+/**
+ * A length of time: milliseconds as a number, or a string such as `'250ms'`, `'1s'`,
+ * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`.
+ */
+export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`
+
+/**
+ * The source of time for every limiter. `now()` is monotonic milliseconds (fractions
+ * allowed), never wall-clock time, so NTP steps and manual clock changes can neither
+ * release a flood nor freeze a limiter.
+ */
+export interface Clock {
+  /** Monotonic milliseconds. */
+  now(): number
+  /** Resolves once `now()` has reached `now() + ms`; rejects with `signal.reason` on abort. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+/** What every limiter answers, with or without a time axis. */
+export interface Limiter {
+  readonly name: string
+  /** Takes `permits` (default 1) if available right now. Never waits, never allocates. */
+  tryAcquire(permits?: number): boolean
+  /** How many permits `tryAcquire` could take right now. */
+  availablePermits(): number
+}
+
+/** Options for waiting calls (`acquire`, `enter`). */
+export interface WaitOptions {
+  /** Give up after this long with `RateLimitError` `ERR_SLUICE_TIMEOUT`. Default: wait without bound. */
+  timeout?: Duration
+  /** Aborting rejects with `signal.reason` and takes nothing. */
+  signal?: AbortSignal
+}
+
+/** The five limiters with a time axis. */
+export interface RateLimiter extends Limiter {
+  /** Quota per window, as advertised in RateLimit headers. */
+  readonly limit: number
+  /** Window length in milliseconds. */
+  readonly windowMs: number
+  /** Milliseconds until `tryAcquire(permits)` would pass: 0 now, `Infinity` never. */
+  retryAfterMs(permits?: number): number
+  /** Milliseconds until the limiter is back to fresh (full). */
+  resetMs(): number
+  /** Gives back permits taken earlier; never lifts the limiter above fresh. */
+  refund(permits?: number): void
+  /** Waits (FIFO) until `permits` are taken, up to `timeout`, cancellable by `signal`. */
+  acquire(permits?: number, options?: WaitOptions): Promise<void>
+}
+
+/** A held slot of a concurrency limiter. `using p = limiter.tryEnter()` frees it on scope exit. */
+export interface Permit extends Disposable {
+  /** How many permits this holds. */
+  readonly permits: number
+  /** Frees the permits. A second explicit call throws; dispose after release is a no-op. */
+  release(): void
+}
+
+/** A bulkhead: permits in flight, no time axis. */
+export interface ConcurrencyLimiter extends Limiter {
+  readonly max: number
+  readonly maxQueue: number
+  /** Permits currently held. */
+  readonly inFlight: number
+  /** Callers currently waiting in `enter`. */
+  readonly queued: number
+  /** Frees permits taken with `tryAcquire`; releasing more than is held throws. */
+  release(permits?: number): void
+  /** A `Permit` for `permits` (default 1), or `undefined` when full. */
+  tryEnter(permits?: number): Permit | undefined
+  /** Waits in a FIFO queue of at most `maxQueue` for a `Permit`. */
+  enter(options?: WaitOptions & { permits?: number }): Promise<Permit>
+}
+
+/** Options every factory takes. */
+export interface CommonOptions {
+  /** Shown in errors and headers. Default: the algorithm's name. */
+  name?: string
+  /** Default: `systemClock`. */
+  clock?: Clock
+}
+
+export interface TokenBucketOptions extends CommonOptions {
+  /** Permits per window (the sustained rate). */
+  limit: number
+  /** Default `'1s'`. */
+  window?: Duration
+  /** Largest burst. Default: `limit`. */
+  capacity?: number
+}
+
+export interface LeakyBucketOptions extends CommonOptions {
+  limit: number
+  window?: Duration
+}
+
+export interface SlidingWindowOptions extends CommonOptions {
+  limit: number
+  window?: Duration
+  /** Buckets the window is cut into; precision is one slot. Default 10. */
+  slots?: number
+}
+
+export interface FixedWindowOptions extends CommonOptions {
+  limit: number
+  window?: Duration
+}
+
+export interface WarmUpTokenBucketOptions extends TokenBucketOptions {
+  /** How long, from creation, the rate takes to climb from limit/3 to limit. */
+  warmUp: Duration
+}
+
+export interface ConcurrencyOptions extends CommonOptions {
+  /** Permits that may be in flight at once. */
+  max: number
+  /** Callers that may wait in `enter`. Default 0. */
+  maxQueue?: number
+}
+
+type SpecOf<A extends string, O> = { algorithm: A } & Omit<O, 'clock'>
+
+/** A plain, serialisable description of any limiter: what the HTTP layer and stores share. */
+export type LimiterSpec =
+  | SpecOf<'token-bucket', TokenBucketOptions>
+  | SpecOf<'leaky-bucket', LeakyBucketOptions>
+  | SpecOf<'sliding-window', SlidingWindowOptions>
+  | SpecOf<'fixed-window', FixedWindowOptions>
+  | SpecOf<'warm-up', WarmUpTokenBucketOptions>
+  | SpecOf<'concurrency', ConcurrencyOptions>
+
+export type Algorithm = LimiterSpec['algorithm']
+/** The specs of the five time-based limiters. */
+export type RateLimiterSpec = Exclude<LimiterSpec, { algorithm: 'concurrency' }>

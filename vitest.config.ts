@@ -1,0 +1,70 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import ts from 'typescript'
+import type { Plugin } from 'vite'
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config'
+
+// Every workspace package (packages/*, examples/*, bench) is one vitest project, named
+// after its package.json, testing its source directly: the "@sluice/source" export
+// condition points workspace imports at src/index.ts, so no build is needed between packages.
+const workspaceDirs = ['packages', 'examples']
+  .flatMap((parent) =>
+    existsSync(parent) ? readdirSync(parent).map((child) => join(parent, child)) : [],
+  )
+  .concat(['bench'])
+  .filter((dir) => existsSync(join(dir, 'package.json')))
+
+const projects: TestProjectInlineConfiguration[] = workspaceDirs.map((dir) => {
+  const { name } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string }
+  const setup = join(dir, 'test', 'global-setup.ts')
+  return {
+    extends: true,
+    test: {
+      name,
+      root: dir,
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      ...(existsSync(setup) ? { globalSetup: ['test/global-setup.ts'] } : {}),
+    },
+  }
+})
+
+const DECORATOR_LINE = /^\s*@[A-Za-z_$][\w$.]*\s*(\(|$)/m
+
+/**
+ * Vite 8's transformer leaves TC39 standard decorators untouched, so files that use `@`
+ * syntax are compiled by TypeScript itself before vite sees them.
+ */
+function tc39Decorators(): Plugin {
+  return {
+    name: 'sluice:tc39-decorators',
+    enforce: 'pre',
+    transform(code, id) {
+      if (!id.endsWith('.ts') || id.includes('/node_modules/') || !DECORATOR_LINE.test(code)) {
+        return null
+      }
+      const out = ts.transpileModule(code, {
+        fileName: id,
+        compilerOptions: {
+          target: ts.ScriptTarget.ES2022,
+          module: ts.ModuleKind.ESNext,
+          sourceMap: true,
+          inlineSources: true,
+          verbatimModuleSyntax: false,
+        },
+      })
+      return { code: out.outputText, map: out.sourceMapText ?? null }
+    },
+  }
+}
+
+export default defineConfig({
+  plugins: [tc39Decorators()],
+  resolve: { conditions: ['@sluice/source', 'module', 'node', 'import', 'default'] },
+  ssr: { resolve: { conditions: ['@sluice/source', 'module', 'node', 'import', 'default'] } },
+  test: {
+    projects,
+    reporters: ['default', './scripts/summary-reporter.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+  },
+})
