@@ -1,0 +1,13 @@
+import { writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { renderSvg, renderText } from './render'
+import { simulate } from './simulate'
+
+const runs = simulate()
+console.log('Six limiters, each allowing 10 per second, under the same bursty traffic.')
+console.log('One column per 100 ms: offered requests above, what got through below.\n')
+console.log(renderText(runs, process.stdout.isTTY === true))
+
+const svgPath = fileURLToPath(new URL('../../../docs/algorithms.svg', import.meta.url))
+writeFileSync(svgPath, renderSvg(runs))
+console.log(`\nThe same charts as SVG: ${svgPath}`)
