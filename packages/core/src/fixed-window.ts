@@ -1,0 +1,129 @@
+import { neverError } from './gcra'
+import {
+  invalidPermits,
+  isPermitCount,
+  nudge,
+  readClock,
+  readName,
+  readPositiveDuration,
+  readPositiveInteger,
+  readWaitOptions,
+  requireOptions,
+} from './options'
+import { type Paceable, Pacer } from './pacer'
+import type { Clock, FixedWindowOptions, RateLimiter, WaitOptions } from './types'
+
+class FixedWindowLimiter implements RateLimiter, Paceable {
+  readonly name: string
+  readonly limit: number
+  readonly windowMs: number
+  private readonly clock: Clock
+  private window = Number.NEGATIVE_INFINITY
+  private count = 0
+  private readonly pacer: Pacer
+
+  constructor(name: string, clock: Clock, limit: number, windowMs: number) {
+    this.name = name
+    this.clock = clock
+    this.limit = limit
+    this.windowMs = windowMs
+    this.pacer = new Pacer(this, clock)
+  }
+
+  tryAcquire(permits = 1): boolean {
+    if (permits !== 1 && !isPermitCount(permits)) {
+      throw invalidPermits('fixedWindow.tryAcquire', permits)
+    }
+    // Queued waiters go first (FIFO): a stream of tryAcquire calls cannot starve them.
+    if (this.pacer.size !== 0) return false
+    return this.take(permits)
+  }
+
+  take(permits: number): boolean {
+    // Windows are aligned to the clock's zero, so every limiter agrees where they start.
+    const window = Math.floor(this.clock.now() / this.windowMs)
+    if (window !== this.window) {
+      this.window = window
+      this.count = 0
+    }
+    if (this.count + permits > this.limit) return false
+    this.count += permits
+    return true
+  }
+
+  private usedAt(ms: number): number {
+    return Math.floor(ms / this.windowMs) === this.window ? this.count : 0
+  }
+
+  availablePermits(): number {
+    if (this.pacer.size !== 0) return 0
+    return this.limit - this.usedAt(this.clock.now())
+  }
+
+  retryAfterMs(permits = 1): number {
+    if (!isPermitCount(permits)) throw invalidPermits('fixedWindow.retryAfterMs', permits)
+    if (permits > this.limit) return Number.POSITIVE_INFINITY
+    return this.delay(permits)
+  }
+
+  delay(permits: number): number {
+    const ms = this.clock.now()
+    return this.usedAt(ms) + permits <= this.limit ? 0 : this.untilNextWindow(ms)
+  }
+
+  private untilNextWindow(ms: number): number {
+    const next = Math.floor(ms / this.windowMs) + 1
+    let delay = next * this.windowMs - ms
+    for (let attempt = 0; attempt < 64 && Math.floor((ms + delay) / this.windowMs) < next; ) {
+      delay = nudge(ms, delay, attempt++)
+    }
+    return delay
+  }
+
+  resetMs(): number {
+    const ms = this.clock.now()
+    return this.usedAt(ms) > 0 ? this.untilNextWindow(ms) : 0
+  }
+
+  refund(permits = 1): void {
+    if (!isPermitCount(permits)) throw invalidPermits('fixedWindow.refund', permits)
+    if (this.usedAt(this.clock.now()) === 0) return
+    this.count = this.count > permits ? this.count - permits : 0
+    if (this.pacer.size !== 0) this.pacer.drain()
+  }
+
+  async acquire(permits = 1, options?: WaitOptions): Promise<void> {
+    const method = 'fixedWindow.acquire'
+    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    const { timeoutMs, signal } = readWaitOptions(method, options)
+    signal?.throwIfAborted()
+    if (permits > this.limit) throw neverError(this.name, permits, this.limit)
+    return this.pacer.wait(permits, timeoutMs, signal)
+  }
+}
+
+/**
+ * A fixed window: at most `limit` permits per `window` (default `'1s'`), windows aligned
+ * to the clock's zero, one counter. The cheapest limiter, with a known weakness: a
+ * client can spend `limit` just before a boundary and `limit` again just after it, so
+ * up to 2·limit pass within a short span. Use `slidingWindow` if clients would exploit it.
+ *
+ * `acquire` waits in a FIFO queue; while anyone waits, `tryAcquire` refuses and
+ * `availablePermits()` reports 0.
+ *
+ * @example
+ * ```ts
+ * const perSecond = fixedWindow({ limit: 1000 })
+ * perSecond.tryAcquire() // true until 1000 permits were taken in this second
+ * ```
+ */
+export function fixedWindow(options: FixedWindowOptions): RateLimiter {
+  const factory = 'fixedWindow'
+  requireOptions(factory, options)
+  return new FixedWindowLimiter(
+    readName(factory, options, 'fixed-window'),
+    readClock(factory, options),
+    readPositiveInteger(factory, 'limit', options.limit),
+    readPositiveDuration(factory, 'window', options.window, '1s'),
+  )
+}

@@ -1,0 +1,181 @@
+import { neverError } from './gcra'
+import {
+  invalidPermits,
+  isPermitCount,
+  nudge,
+  readClock,
+  readName,
+  readPositiveDuration,
+  readPositiveInteger,
+  readWaitOptions,
+  requireOptions,
+} from './options'
+import { type Paceable, Pacer } from './pacer'
+import type { Clock, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
+
+class SlidingWindowLimiter implements RateLimiter, Paceable {
+  readonly name: string
+  readonly limit: number
+  readonly windowMs: number
+  readonly slots: number
+  private readonly clock: Clock
+  // A ring of slots + 1 buckets, each a count and the generation (absolute slot number)
+  // it belongs to. The rolling window (now − window, now] overlaps the current slot and,
+  // partly, the `slots` before it; generations older than that are ignored, and a bucket
+  // is reset when a new generation claims it. Memory is fixed, whatever the traffic.
+  private readonly counts: Float64Array
+  private readonly generations: Float64Array
+  private readonly pacer: Pacer
+
+  constructor(name: string, clock: Clock, limit: number, windowMs: number, slots: number) {
+    this.name = name
+    this.clock = clock
+    this.limit = limit
+    this.windowMs = windowMs
+    this.slots = slots
+    this.counts = new Float64Array(slots + 1)
+    this.generations = new Float64Array(slots + 1).fill(Number.NEGATIVE_INFINITY)
+    this.pacer = new Pacer(this, clock)
+  }
+
+  // Multiplying before dividing keeps slot boundaries exact for integral windows.
+  private generationAt(ms: number): number {
+    return Math.floor((ms * this.slots) / this.windowMs)
+  }
+
+  /** Permits counted in generation `generation`, or 0 if its bucket was reused. */
+  private countOf(generation: number): number {
+    const ring = this.counts.length
+    const index = ((generation % ring) + ring) % ring
+    return this.generations[index] === generation ? (this.counts[index] as number) : 0
+  }
+
+  private usedAt(generation: number): number {
+    const oldest = generation - this.slots
+    const { counts, generations } = this
+    let used = 0
+    for (let i = 0; i < counts.length; i++) {
+      if ((generations[i] as number) >= oldest) used += counts[i] as number
+    }
+    return used
+  }
+
+  tryAcquire(permits = 1): boolean {
+    if (permits !== 1 && !isPermitCount(permits)) {
+      throw invalidPermits('slidingWindow.tryAcquire', permits)
+    }
+    // Queued waiters go first (FIFO): a stream of tryAcquire calls cannot starve them.
+    if (this.pacer.size !== 0) return false
+    return this.take(permits)
+  }
+
+  take(permits: number): boolean {
+    const generation = this.generationAt(this.clock.now())
+    if (this.usedAt(generation) + permits > this.limit) return false
+    const ring = this.counts.length
+    const index = ((generation % ring) + ring) % ring
+    if (this.generations[index] !== generation) {
+      this.generations[index] = generation
+      this.counts[index] = 0
+    }
+    this.counts[index] = (this.counts[index] as number) + permits
+    return true
+  }
+
+  availablePermits(): number {
+    if (this.pacer.size !== 0) return 0
+    const free = this.limit - this.usedAt(this.generationAt(this.clock.now()))
+    return Math.max(free, 0)
+  }
+
+  retryAfterMs(permits = 1): number {
+    if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.retryAfterMs', permits)
+    if (permits > this.limit) return Number.POSITIVE_INFINITY
+    return this.delay(permits)
+  }
+
+  delay(permits: number): number {
+    const ms = this.clock.now()
+    const generation = this.generationAt(ms)
+    let excess = this.usedAt(generation) + permits - this.limit
+    if (excess <= 0) return 0
+    // Oldest first: find the generation whose expiry frees enough permits.
+    for (let g = generation - this.slots; g <= generation; g++) {
+      excess -= this.countOf(g)
+      if (excess <= 0) return this.untilGeneration(ms, g + this.slots + 1)
+    }
+    return this.untilGeneration(ms, generation + this.slots + 1)
+  }
+
+  /** Milliseconds from `ms` until generation `target` begins, as the clock adds them up. */
+  private untilGeneration(ms: number, target: number): number {
+    let delay = (target * this.windowMs) / this.slots - ms
+    for (let attempt = 0; attempt < 64 && this.generationAt(ms + delay) < target; attempt++) {
+      delay = nudge(ms, delay, attempt)
+    }
+    return delay
+  }
+
+  resetMs(): number {
+    const ms = this.clock.now()
+    const generation = this.generationAt(ms)
+    for (let g = generation; g >= generation - this.slots; g--) {
+      if (this.countOf(g) > 0) return this.untilGeneration(ms, g + this.slots + 1)
+    }
+    return 0
+  }
+
+  refund(permits = 1): void {
+    if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.refund', permits)
+    const generation = this.generationAt(this.clock.now())
+    const ring = this.counts.length
+    let left = permits
+    // Newest first: the permits most likely to be the ones being handed back.
+    for (let g = generation; g >= generation - this.slots && left > 0; g--) {
+      const index = ((g % ring) + ring) % ring
+      if (this.generations[index] !== g) continue
+      const count = this.counts[index] as number
+      const back = Math.min(count, left)
+      this.counts[index] = count - back
+      left -= back
+    }
+    if (this.pacer.size !== 0) this.pacer.drain()
+  }
+
+  async acquire(permits = 1, options?: WaitOptions): Promise<void> {
+    const method = 'slidingWindow.acquire'
+    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    const { timeoutMs, signal } = readWaitOptions(method, options)
+    signal?.throwIfAborted()
+    if (permits > this.limit) throw neverError(this.name, permits, this.limit)
+    return this.pacer.wait(permits, timeoutMs, signal)
+  }
+}
+
+/**
+ * A sliding window: at most `limit` permits in any rolling `window` (default `'1s'`),
+ * to a precision of one slot (`window / slots`, default 10 slots): a permit counts until
+ * its slot has wholly left the window, so it may be held up to one slot longer than a
+ * perfect log would. No boundary double burst, and memory is `slots + 1` counters
+ * regardless of traffic.
+ *
+ * `acquire` waits in a FIFO queue; while anyone waits, `tryAcquire` refuses and
+ * `availablePermits()` reports 0, so waiters are never starved.
+ *
+ * @example
+ * ```ts
+ * const perMinute = slidingWindow({ limit: 100, window: '1m', slots: 12 })
+ * if (!perMinute.tryAcquire()) console.log(`retry in ${perMinute.retryAfterMs()} ms`)
+ * ```
+ */
+export function slidingWindow(options: SlidingWindowOptions): RateLimiter {
+  const factory = 'slidingWindow'
+  requireOptions(factory, options)
+  return new SlidingWindowLimiter(
+    readName(factory, options, 'sliding-window'),
+    readClock(factory, options),
+    readPositiveInteger(factory, 'limit', options.limit),
+    readPositiveDuration(factory, 'window', options.window, '1s'),
+    options.slots === undefined ? 10 : readPositiveInteger(factory, 'slots', options.slots),
+  )
+}

@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from './clock'
+import { concurrency } from './concurrency'
+import { fixedWindow } from './fixed-window'
+import { leakyBucket } from './leaky-bucket'
+import { slidingWindow } from './sliding-window'
+import { tokenBucket } from './token-bucket'
+import type { ConcurrencyLimiter, Limiter, RateLimiter } from './types'
+import { warmUpTokenBucket } from './warm-up-token-bucket'
+
+const DURATION_RULE =
+  "must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d')"
+
+// (call, error class, exact message): every option is checked at construction.
+const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
+  [
+    'no options',
+    () => tokenBucket(undefined as never),
+    TypeError,
+    'tokenBucket: options must be an object, got undefined',
+  ],
+  [
+    'array options',
+    () => fixedWindow([] as never),
+    TypeError,
+    'fixedWindow: options must be an object, got an array',
+  ],
+  [
+    'limit missing',
+    () => tokenBucket({} as never),
+    TypeError,
+    'tokenBucket: "limit" must be a positive integer, got undefined',
+  ],
+  [
+    'limit 0',
+    () => tokenBucket({ limit: 0 }),
+    RangeError,
+    'tokenBucket: "limit" must be a positive integer, got 0',
+  ],
+  [
+    'limit negative',
+    () => leakyBucket({ limit: -5 }),
+    RangeError,
+    'leakyBucket: "limit" must be a positive integer, got -5',
+  ],
+  [
+    'limit fraction',
+    () => slidingWindow({ limit: 2.5 }),
+    RangeError,
+    'slidingWindow: "limit" must be a positive integer, got 2.5',
+  ],
+  [
+    'limit NaN',
+    () => fixedWindow({ limit: Number.NaN }),
+    RangeError,
+    'fixedWindow: "limit" must be a positive integer, got NaN',
+  ],
+  [
+    'limit Infinity',
+    () => warmUpTokenBucket({ limit: Number.POSITIVE_INFINITY, warmUp: '1s' }),
+    RangeError,
+    'warmUpTokenBucket: "limit" must be a positive integer, got Infinity',
+  ],
+  [
+    'limit string',
+    () => tokenBucket({ limit: '10' as never }),
+    TypeError,
+    'tokenBucket: "limit" must be a positive integer, got "10"',
+  ],
+  [
+    'capacity 0',
+    () => tokenBucket({ limit: 10, capacity: 0 }),
+    RangeError,
+    'tokenBucket: "capacity" must be a positive integer, got 0',
+  ],
+  [
+    'capacity fraction',
+    () => warmUpTokenBucket({ limit: 10, capacity: 1.5, warmUp: 0 }),
+    RangeError,
+    'warmUpTokenBucket: "capacity" must be a positive integer, got 1.5',
+  ],
+  [
+    'window 0',
+    () => tokenBucket({ limit: 1, window: 0 }),
+    RangeError,
+    'tokenBucket: "window" must be a positive duration, got 0',
+  ],
+  [
+    'window "0s"',
+    () => slidingWindow({ limit: 1, window: '0s' }),
+    RangeError,
+    'slidingWindow: "window" must be a positive duration, got "0s"',
+  ],
+  [
+    'window negative',
+    () => fixedWindow({ limit: 1, window: -1000 }),
+    RangeError,
+    `fixedWindow: "window" ${DURATION_RULE}, got -1000`,
+  ],
+  [
+    'window typo',
+    () => leakyBucket({ limit: 1, window: '1 sec' as never }),
+    RangeError,
+    `leakyBucket: "window" ${DURATION_RULE}, got "1 sec"`,
+  ],
+  [
+    'slots 0',
+    () => slidingWindow({ limit: 1, slots: 0 }),
+    RangeError,
+    'slidingWindow: "slots" must be a positive integer, got 0',
+  ],
+  [
+    'slots fraction',
+    () => slidingWindow({ limit: 1, slots: 2.5 }),
+    RangeError,
+    'slidingWindow: "slots" must be a positive integer, got 2.5',
+  ],
+  [
+    'warmUp missing',
+    () => warmUpTokenBucket({ limit: 1 } as never),
+    TypeError,
+    `warmUpTokenBucket: "warmUp" is required (a duration such as '30s'), got undefined`,
+  ],
+  [
+    'warmUp negative',
+    () => warmUpTokenBucket({ limit: 1, warmUp: -1 }),
+    RangeError,
+    `warmUpTokenBucket: "warmUp" ${DURATION_RULE}, got -1`,
+  ],
+  [
+    'max 0',
+    () => concurrency({ max: 0 }),
+    RangeError,
+    'concurrency: "max" must be a positive integer, got 0',
+  ],
+  [
+    'max missing',
+    () => concurrency({} as never),
+    TypeError,
+    'concurrency: "max" must be a positive integer, got undefined',
+  ],
+  [
+    'maxQueue negative',
+    () => concurrency({ max: 1, maxQueue: -1 }),
+    RangeError,
+    'concurrency: "maxQueue" must be a non-negative integer or Infinity, got -1',
+  ],
+  [
+    'maxQueue fraction',
+    () => concurrency({ max: 1, maxQueue: 0.5 }),
+    RangeError,
+    'concurrency: "maxQueue" must be a non-negative integer or Infinity, got 0.5',
+  ],
+  [
+    'name empty',
+    () => tokenBucket({ limit: 1, name: '' }),
+    TypeError,
+    'tokenBucket: "name" must be a non-empty string, got ""',
+  ],
+  [
+    'name number',
+    () => concurrency({ max: 1, name: 7 as never }),
+    TypeError,
+    'concurrency: "name" must be a non-empty string, got 7',
+  ],
+  [
+    'clock not a clock',
+    () => fixedWindow({ limit: 1, clock: { now: () => 0 } as never }),
+    TypeError,
+    'fixedWindow: "clock" must be an object with now() and sleep(), got an object',
+  ],
+]
+
+describe('factory options', () => {
+  it.each(badOptions)('%s', (_, create, type, message) => {
+    expect(create).toThrow(new type(message))
+    expect(create).toThrow(type)
+  })
+})
+
+type AnyLimiter = RateLimiter | ConcurrencyLimiter
+const limiters: [string, () => AnyLimiter][] = [
+  ['tokenBucket', () => tokenBucket({ limit: 5, clock: new ManualClock() })],
+  ['leakyBucket', () => leakyBucket({ limit: 5, clock: new ManualClock() })],
+  ['warmUpTokenBucket', () => warmUpTokenBucket({ limit: 5, warmUp: 0, clock: new ManualClock() })],
+  ['slidingWindow', () => slidingWindow({ limit: 5, clock: new ManualClock() })],
+  ['fixedWindow', () => fixedWindow({ limit: 5, clock: new ManualClock() })],
+  ['concurrency', () => concurrency({ max: 5, clock: new ManualClock() })],
+]
+
+const badPermits: [unknown, ErrorConstructor, string][] = [
+  [0, RangeError, '0'],
+  [-1, RangeError, '-1'],
+  [1.5, RangeError, '1.5'],
+  [Number.NaN, RangeError, 'NaN'],
+  [Number.POSITIVE_INFINITY, RangeError, 'Infinity'],
+  ['2', TypeError, '"2"'],
+  [null, TypeError, 'null'],
+]
+
+describe.each(limiters)('%s permits', (factory, create) => {
+  const methods = ['tryAcquire', 'retryAfterMs', 'refund', 'release', 'tryEnter'] as const
+  it.each(badPermits)(
+    'rejects %j, naming the method, and changes nothing',
+    (permits, type, shown) => {
+      const limiter = create()
+      const before = limiter.availablePermits()
+      for (const method of methods) {
+        const fn = (limiter as unknown as Record<string, ((n: unknown) => unknown) | undefined>)[
+          method
+        ]
+        if (fn === undefined) continue
+        expect(() => fn.call(limiter, permits)).toThrow(
+          new type(`${factory}.${method}: "permits" must be a positive integer, got ${shown}`),
+        )
+      }
+      expect(limiter.availablePermits()).toBe(before)
+    },
+  )
+
+  it('defaults permits to 1', () => {
+    const limiter: Limiter = create()
+    const before = limiter.availablePermits()
+    expect(limiter.tryAcquire()).toBe(true)
+    expect(limiter.availablePermits()).toBe(before - 1)
+  })
+})

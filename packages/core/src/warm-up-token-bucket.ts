@@ -1,0 +1,138 @@
+import { type GcraConfig, GcraLimiter } from './gcra'
+import {
+  invalidPermits,
+  isPermitCount,
+  readClock,
+  readDuration,
+  readName,
+  readPositiveDuration,
+  readPositiveInteger,
+  requireOptions,
+} from './options'
+import type { RateLimiter, WarmUpTokenBucketOptions } from './types'
+
+/** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
+const COLD_FACTOR = 3
+
+/**
+ * While warming, the interval is fractional, so `tat − now` carries rounding of a few
+ * ulps of the tick time itself: allow 8 ulps, still far below one permit.
+ */
+const RELATIVE_ROUNDING = 2 ** -49
+
+class WarmUpLimiter extends GcraLimiter {
+  private readonly createdMs: number
+  private readonly warmUpMs: number
+  /** capacity·T in ticks: the warm burst budget. */
+  private readonly warmTau: number
+
+  constructor(config: GcraConfig, warmUpMs: number) {
+    super(config)
+    this.createdMs = config.clock.now()
+    this.warmUpMs = warmUpMs
+    this.warmTau = config.capacity * config.windowMs
+  }
+
+  tryAcquire(permits = 1): boolean {
+    if (permits !== 1 && !isPermitCount(permits)) {
+      throw invalidPermits(`${this.factory}.tryAcquire`, permits)
+    }
+    const ms = this.clock.now()
+    const now = ms * this.scale
+    const interval = this.intervalAt(ms)
+    const tau = Math.max(this.warmTau, interval)
+    const next = Math.max(this.tat, now) + permits * interval
+    if (next - now > tau + this.roundingAt(now)) return false
+    this.tat = next
+    return true
+  }
+
+  protected override roundingAt(now: number): number {
+    return this.slack + Math.abs(now) * RELATIVE_ROUNDING
+  }
+
+  // Linear in the limiter's age, not its traffic: a limiter created two minutes ago
+  // with a one-minute warm-up is at full rate even if it has served nothing.
+  protected intervalAt(ms: number): number {
+    const age = ms - this.createdMs
+    if (age >= this.warmUpMs) return this.steady
+    return this.steady * (COLD_FACTOR - ((COLD_FACTOR - 1) * age) / this.warmUpMs)
+  }
+
+  // τ = capacity·T clamped to one current interval: the burst grows from capacity/3 to
+  // capacity, and capacity 1 still admits one permit at a time while cold.
+  protected toleranceAt(ms: number): number {
+    const interval = this.intervalAt(ms)
+    return Math.max(this.warmTau, interval)
+  }
+
+  /** How far `permits` overshoot the tolerance at `ms`, in ticks (≤ 0: admitted). */
+  private excessAt(ms: number, permits: number): number {
+    const now = ms * this.scale
+    const debt = this.tat > now ? this.tat - now : 0
+    return debt + permits * this.intervalAt(ms) - this.toleranceAt(ms)
+  }
+
+  // The excess is piecewise linear and non-increasing in time, with kinks where the debt
+  // reaches zero, where the interval falls to capacity·T and where the warm-up ends:
+  // walk the pieces and solve the first one that crosses zero.
+  protected delayAt(ms: number, permits: number): number {
+    if (this.admitsAt(ms, permits)) return 0
+    const kinks = [this.tat / this.scale, this.createdMs + this.warmUpMs]
+    if (this.capacity < COLD_FACTOR) {
+      kinks.push(
+        this.createdMs + (this.warmUpMs * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1),
+      )
+    }
+    kinks.sort((a, b) => a - b)
+    let from = ms
+    let excessFrom = this.excessAt(ms, permits)
+    for (const to of kinks) {
+      if (excessFrom <= 0) break
+      if (to <= from) continue
+      const excessTo = this.excessAt(to, permits)
+      if (excessTo <= 0) {
+        const at = from + (excessFrom * (to - from)) / (excessFrom - excessTo)
+        return this.settleDelay(ms, at - ms, permits)
+      }
+      from = to
+      excessFrom = excessTo
+    }
+    // Either `from` is already admitted, or it is past every kink, where the bucket is
+    // fresh and warm and any permits ≤ capacity pass.
+    return this.settleDelay(ms, from - ms, permits)
+  }
+}
+
+/**
+ * A token bucket that starts cold: its interval starts at 3·T (a third of the rate) and
+ * shrinks linearly to T = window/limit over `warmUp`, measured from creation. The burst
+ * budget grows with it from capacity/3 to `capacity` (default `limit`), never below one
+ * permit. Use it for a downstream that needs time to warm caches or connection pools
+ * after a deploy. A `warmUp` of 0 is a plain token bucket.
+ *
+ * @example
+ * ```ts
+ * const limiter = warmUpTokenBucket({ limit: 300, window: '1s', warmUp: '2m' })
+ * limiter.tryAcquire() // 100/s now, 200/s after one minute, 300/s from two minutes on
+ * ```
+ */
+export function warmUpTokenBucket(options: WarmUpTokenBucketOptions): RateLimiter {
+  const factory = 'warmUpTokenBucket'
+  requireOptions(factory, options)
+  const limit = readPositiveInteger(factory, 'limit', options.limit)
+  const windowMs = readPositiveDuration(factory, 'window', options.window, '1s')
+  const capacity =
+    options.capacity === undefined
+      ? limit
+      : readPositiveInteger(factory, 'capacity', options.capacity)
+  if (options.warmUp === undefined) {
+    throw new TypeError(
+      `${factory}: "warmUp" is required (a duration such as '30s'), got undefined`,
+    )
+  }
+  const warmUpMs = readDuration(factory, 'warmUp', options.warmUp, 0)
+  const name = readName(factory, options, 'warm-up')
+  const clock = readClock(factory, options)
+  return new WarmUpLimiter({ factory, name, clock, limit, windowMs, capacity }, warmUpMs)
+}
