@@ -59,8 +59,8 @@ function tc39Decorators(): Plugin {
 
 export default defineConfig({
   plugins: [tc39Decorators()],
-  resolve: { conditions: ['@sluice/source', 'module', 'node', 'import', 'default'] },
-  ssr: { resolve: { conditions: ['@sluice/source', 'module', 'node', 'import', 'default'] } },
+  resolve: { conditions: ['@sluice/source', 'module', 'node', 'development|production'] },
+  ssr: { resolve: { conditions: ['@sluice/source', 'module', 'node', 'development|production'] } },
   test: {
     projects,
     reporters: ['default', './scripts/summary-reporter.ts'],

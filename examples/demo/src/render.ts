@@ -64,6 +64,7 @@ export function renderSvg(series: readonly Series[]): string {
   const scale = (PANEL_H - 34) / max
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`,
+    '<title>Six sluice limiters, 10 per second each, under the same bursty traffic</title>',
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
     `<text x="${LEFT}" y="18" font-size="13" font-weight="bold">Six limiters, 10 per second each, under the same bursty traffic (100 ms ticks)</text>`,
   ]

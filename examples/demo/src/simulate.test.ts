@@ -13,7 +13,10 @@ const byName = (name: string): Series => {
 const maxPerSecond = (values: readonly number[]) => {
   let best = 0
   for (let start = 0; start + 10 <= values.length; start++) {
-    best = Math.max(best, values.slice(start, start + 10).reduce((a, b) => a + b, 0))
+    best = Math.max(
+      best,
+      values.slice(start, start + 10).reduce((a, b) => a + b, 0),
+    )
   }
   return best
 }
@@ -21,7 +24,9 @@ const maxPerSecond = (values: readonly number[]) => {
 describe('demo traffic through the six limiters', () => {
   it('never admits more than was offered', () => {
     for (const s of runs.filter((r) => r.measure === 'admitted')) {
-      s.admitted.forEach((n, tick) => expect(n).toBeLessThanOrEqual(s.offered[tick] ?? 0))
+      s.admitted.forEach((n, tick) => {
+        expect(n).toBeLessThanOrEqual(s.offered[tick] ?? 0)
+      })
     }
   })
 

@@ -83,7 +83,13 @@ export function simulate(): Series[] {
     make: (clock: ManualClock) => RateLimiter,
   ): Series => {
     const clock = new ManualClock()
-    return { algorithm, measure: 'admitted', caption, offered, admitted: runRate(make(clock), clock) }
+    return {
+      algorithm,
+      measure: 'admitted',
+      caption,
+      offered,
+      admitted: runRate(make(clock), clock),
+    }
   }
   return [
     rate('token bucket', 'burst of 10 from the idle second, then the steady 1 per tick', (clock) =>
@@ -92,8 +98,10 @@ export function simulate(): Series[] {
     rate('leaky bucket', 'flat top: never more than 1 per tick, idle saves nothing', (clock) =>
       leakyBucket({ limit: LIMIT, window: WINDOW_MS, clock }),
     ),
-    rate('sliding window', 'saw-tooth: 10 in any rolling second, refilled as slots expire', (clock) =>
-      slidingWindow({ limit: LIMIT, window: WINDOW_MS, clock }),
+    rate(
+      'sliding window',
+      'saw-tooth: 10 in any rolling second, refilled as slots expire',
+      (clock) => slidingWindow({ limit: LIMIT, window: WINDOW_MS, clock }),
     ),
     rate('fixed window', 'double burst: 10 before the 4 s boundary and 10 right after', (clock) =>
       fixedWindow({ limit: LIMIT, window: WINDOW_MS, clock }),
