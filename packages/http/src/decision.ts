@@ -1,0 +1,69 @@
+import type { PolicyResult } from './store'
+
+/**
+ * What a handler sees of a rate-limit decision (`req.rateLimit`, `ctx.state.rateLimit`,
+ * `c.get('rateLimit')`). With several policies the numbers are those of the tightest one:
+ * the rejecting policy with the longest wait, or else the one with the fewest permits left.
+ *
+ * @example
+ * ```ts
+ * app.get('/quota', (req, res) => {
+ *   res.json({ left: req.rateLimit?.remaining, resetsInMs: req.rateLimit?.resetMs })
+ * })
+ * ```
+ */
+export interface RateLimitInfo {
+  /** Quota per window of the policy shown. */
+  readonly limit: number
+  /** Permits left after this request (never negative). */
+  readonly remaining: number
+  /** Milliseconds until the policy shown is back to fresh. */
+  readonly resetMs: number
+  /** The budget this request was counted against. */
+  readonly key: string
+  /** The name of the policy shown. */
+  readonly policy: string
+}
+
+/**
+ * The full outcome of checking one request, as the engines hand it to an adapter: the
+ * handler-facing numbers plus what the adapter needs to answer and to refund.
+ *
+ * @example
+ * ```ts
+ * const decision = await engine.decide(req, res)
+ * if (decision && !decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`)
+ * ```
+ */
+export interface Decision extends RateLimitInfo {
+  /** Whether the request may proceed. */
+  readonly allowed: boolean
+  /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
+  readonly retryAfterMs: number
+  /** Permits this request took (or asked for). */
+  readonly cost: number
+  /** One entry per policy, in the order configured. */
+  readonly results: readonly PolicyResult[]
+}
+
+/**
+ * Picks the result a single-valued header and `req.rateLimit` should show: when rejected,
+ * the rejecting policy with the longest wait; when admitted, the one with the fewest
+ * permits left. Ties go to the earlier policy.
+ */
+export function primaryIndex(results: readonly PolicyResult[], allowed: boolean): number {
+  let best = 0
+  for (let i = 1; i < results.length; i++) {
+    const candidate = results[i]!
+    const current = results[best]!
+    if (allowed) {
+      if (candidate.remaining < current.remaining) best = i
+    } else if (
+      !candidate.allowed &&
+      (current.allowed || candidate.retryAfterMs > current.retryAfterMs)
+    ) {
+      best = i
+    }
+  }
+  return best
+}

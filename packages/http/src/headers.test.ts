@@ -1,0 +1,191 @@
+import { ManualClock } from '@sluice/core'
+import { describe, expect, it } from 'vitest'
+import type { ResponseAccessors } from './accessors'
+import { createHeaderWriter, type HeaderMode, retryAfterSeconds, toSeconds } from './headers'
+import { memoryStore } from './memory-store'
+import { compilePolicies, concurrencyPolicy, type PoliciesOptions } from './policy'
+import { decision } from './rate-limit-engine'
+import type { Policy } from './store'
+
+type FakeResponse = Map<string, string>
+
+const response: ResponseAccessors<unknown, FakeResponse> = {
+  getHeader: (res, name) => res.get(name.toLowerCase()),
+  setHeader: (res, name, value) =>
+    void res.set(name.toLowerCase(), `${name}: ${value}`.slice(name.length + 2)),
+  signal: () => new AbortController().signal,
+}
+
+/** Runs `takes` requests through a fresh store and writes the last decision's headers. */
+function headersAfter(
+  mode: HeaderMode,
+  options: PoliciesOptions | Policy[],
+  takes: number,
+  advanceMs = 0,
+  res: FakeResponse = new Map(),
+) {
+  const clock = new ManualClock()
+  const store = memoryStore({ clock })
+  const policies = Array.isArray(options) ? options : compilePolicies(options, 'test')
+  for (let i = 1; i < takes; i++) store.take('k', policies, 1)
+  clock.advance(advanceMs)
+  const decided = decision(store.take('k', policies, 1), 'k', 1)
+  createHeaderWriter(mode, policies, 'test')?.write(res, response, decided)
+  return Object.fromEntries(res)
+}
+
+describe('header writers', () => {
+  it("'draft-8' writes the IETF structured lists", () => {
+    expect(
+      headersAfter('draft-8', { limit: 100, window: '1m', algorithm: 'fixed-window' }, 43, 48_000),
+    ).toEqual({
+      'ratelimit-policy': '"default";q=100;w=60',
+      ratelimit: '"default";r=57;t=12',
+    })
+  })
+
+  it("'draft-8' lists each policy, in order", () => {
+    const options: PoliciesOptions = {
+      policies: [
+        { name: 'burst', limit: 10, window: '1s', algorithm: 'fixed-window' },
+        { name: 'daily', limit: 1000, window: '1d', algorithm: 'fixed-window' },
+      ],
+    }
+    expect(headersAfter('draft-8', options, 3)).toEqual({
+      'ratelimit-policy': '"burst";q=10;w=1, "daily";q=1000;w=86400',
+      ratelimit: '"burst";r=7;t=1, "daily";r=997;t=86400',
+    })
+  })
+
+  it("'draft-8' appends to values another middleware set, never clobbering them", () => {
+    const res: FakeResponse = new Map([
+      ['ratelimit-policy', '"global";q=1000;w=60'],
+      ['ratelimit', '"global";r=999;t=60'],
+    ])
+    expect(
+      headersAfter(
+        'draft-8',
+        { name: 'route', limit: 5, window: '1s', algorithm: 'fixed-window' },
+        1,
+        0,
+        res,
+      ),
+    ).toEqual({
+      'ratelimit-policy': '"global";q=1000;w=60, "route";q=5;w=1',
+      ratelimit: '"global";r=999;t=60, "route";r=4;t=1',
+    })
+  })
+
+  it("'draft-8' marks a bulkhead's quota unit and sends no reset for it", () => {
+    expect(headersAfter('draft-8', [concurrencyPolicy('bulkhead', 20)], 3)).toEqual({
+      'ratelimit-policy': '"bulkhead";q=20;qu="concurrent-requests"',
+      ratelimit: '"bulkhead";r=17',
+    })
+  })
+
+  it("'draft-8' escapes quotes and backslashes in policy names", () => {
+    expect(
+      headersAfter('draft-8', { name: 'a"b\\c', limit: 1, window: '1s' }, 1)['ratelimit-policy'],
+    ).toBe('"a\\"b\\\\c";q=1;w=1')
+  })
+
+  it("'draft-7' writes one RateLimit item and the policy list", () => {
+    expect(
+      headersAfter('draft-7', { limit: 100, window: '1m', algorithm: 'fixed-window' }, 43, 48_000),
+    ).toEqual({
+      ratelimit: 'limit=100, remaining=57, reset=12',
+      'ratelimit-policy': '100;w=60',
+    })
+  })
+
+  it("'draft-7' shows the tightest policy and lists all", () => {
+    const options: PoliciesOptions = {
+      policies: [
+        { name: 'daily', limit: 1000, window: '1d', algorithm: 'fixed-window' },
+        { name: 'burst', limit: 10, window: '1s', algorithm: 'fixed-window' },
+      ],
+    }
+    expect(headersAfter('draft-7', options, 3)).toEqual({
+      ratelimit: 'limit=10, remaining=7, reset=1',
+      'ratelimit-policy': '1000;w=86400, 10;w=1',
+    })
+  })
+
+  it("'draft-7' keeps an existing tighter RateLimit, replaces a looser one", () => {
+    const tighter: FakeResponse = new Map([['ratelimit', 'limit=5, remaining=1, reset=3']])
+    expect(headersAfter('draft-7', { limit: 100, window: '1m' }, 1, 0, tighter).ratelimit).toBe(
+      'limit=5, remaining=1, reset=3',
+    )
+    const looser: FakeResponse = new Map([['ratelimit', 'limit=500, remaining=400, reset=3']])
+    expect(
+      headersAfter('draft-7', { limit: 100, window: '1m', algorithm: 'fixed-window' }, 1, 0, looser)
+        .ratelimit,
+    ).toBe('limit=100, remaining=99, reset=60')
+  })
+
+  it("'draft-6' writes the three fields and the policy", () => {
+    expect(
+      headersAfter('draft-6', { limit: 100, window: '1m', algorithm: 'fixed-window' }, 43, 48_000),
+    ).toEqual({
+      'ratelimit-limit': '100',
+      'ratelimit-remaining': '57',
+      'ratelimit-reset': '12',
+      'ratelimit-policy': '100;w=60',
+    })
+  })
+
+  it("'legacy' writes X-RateLimit-* with the reset in seconds", () => {
+    expect(
+      headersAfter('legacy', { limit: 100, window: '1m', algorithm: 'fixed-window' }, 43, 48_000),
+    ).toEqual({
+      'x-ratelimit-limit': '100',
+      'x-ratelimit-remaining': '57',
+      'x-ratelimit-reset': '12',
+    })
+  })
+
+  it("'legacy' and 'draft-6' send no reset for a bulkhead", () => {
+    expect(headersAfter('legacy', [concurrencyPolicy('bulkhead', 4)], 1)).toEqual({
+      'x-ratelimit-limit': '4',
+      'x-ratelimit-remaining': '3',
+    })
+    expect(headersAfter('draft-6', [concurrencyPolicy('bulkhead', 4)], 1)).toEqual({
+      'ratelimit-limit': '4',
+      'ratelimit-remaining': '3',
+      'ratelimit-policy': '4',
+    })
+  })
+
+  it('false writes nothing', () => {
+    expect(createHeaderWriter(false, compilePolicies({}, 'test'), 'test')).toBeUndefined()
+  })
+
+  it('refuses an unknown mode, naming the factory', () => {
+    expect(() => createHeaderWriter('draft-9', [], 'rateLimit')).toThrow(
+      new TypeError(
+        `rateLimit: "headers" must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy', false, got "draft-9"`,
+      ),
+    )
+  })
+})
+
+describe('seconds', () => {
+  it.each([
+    [0, 0],
+    [1, 1],
+    [999, 1],
+    [1000, 1],
+    [1000.000_000_1, 1],
+    [1001, 2],
+    [11_200, 12],
+    [60_000, 60],
+  ])('toSeconds(%d) = %d', (ms, seconds) => {
+    expect(toSeconds(ms)).toBe(seconds)
+  })
+
+  it('Retry-After rounds up to at least 1, and uses the window for a request that never fits', () => {
+    expect(retryAfterSeconds(0.4, 60_000)).toBe(1)
+    expect(retryAfterSeconds(1_500, 60_000)).toBe(2)
+    expect(retryAfterSeconds(Number.POSITIVE_INFINITY, 60_000)).toBe(60)
+  })
+})

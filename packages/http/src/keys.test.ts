@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest'
+import type { RequestAccessors } from './accessors'
+import { addressKey, compose, FALLBACK_KEY, global, header, ip, route } from './keys'
+
+interface FakeRequest {
+  ip?: string
+  method?: string
+  path?: string
+  route?: string
+  headers?: Record<string, string>
+}
+
+const http: RequestAccessors<FakeRequest> = {
+  ip: (req) => req.ip,
+  method: (req) => req.method ?? 'GET',
+  path: (req) => req.path ?? '/',
+  route: (req) => req.route,
+  header: (req, name) => req.headers?.[name],
+}
+
+describe('addressKey', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['::ffff:cb00:7107', '203.0.113.7'],
+    ['0:0:0:0:0:ffff:cb00:7107', '203.0.113.7'],
+    ['2001:db8:0:1ff:1:2:3:4', '2001:db8:0:100::/56'],
+    ['2001:db8:0:100::', '2001:db8:0:100::/56'],
+    ['2001:DB8:0:1AB::9', '2001:db8:0:100::/56'],
+    ['::1', '::/56'],
+    ['not an address', 'not an address'],
+  ])('%s -> %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it('puts IPv4-mapped clients in separate buckets, not one shared ::/56 (the express-rate-limit CVE)', () => {
+    expect(addressKey('::ffff:198.51.100.1')).not.toBe(addressKey('::ffff:198.51.100.2'))
+  })
+
+  it('groups by the subnet asked for', () => {
+    expect(addressKey('2001:db8:1234:5678::1', 48)).toBe('2001:db8:1234::/48')
+    expect(addressKey('2001:db8:1234:5678::1', 64)).toBe('2001:db8:1234:5678::/64')
+    expect(addressKey('2001:db8:1234:5678::1', 60)).toBe('2001:db8:1234:5670::/60')
+    expect(addressKey('2001:db8:1234:5678::1', 128)).toBe('2001:db8:1234:5678::1')
+  })
+
+  it('has no key for a missing address', () => {
+    expect(addressKey(undefined)).toBeUndefined()
+    expect(addressKey('')).toBeUndefined()
+  })
+})
+
+describe('keys.ip', () => {
+  it('reads the adapter address by default, grouped by /56', async () => {
+    const key = ip<FakeRequest>()
+    expect(await key({ ip: '2001:db8:0:1ff::1' }, http)).toBe('2001:db8:0:100::/56')
+    expect(await key({ ip: '::ffff:10.0.0.1' }, http)).toBe('10.0.0.1')
+  })
+
+  it('takes a getIp override and a subnet', async () => {
+    const key = ip<FakeRequest>({
+      ipv6Subnet: 64,
+      getIp: (req) => req.headers?.['cf-connecting-ip'],
+    })
+    const req = { ip: '10.0.0.1', headers: { 'cf-connecting-ip': '2001:db8:0:1:2::3' } }
+    expect(await key(req, http)).toBe('2001:db8:0:1::/64')
+  })
+
+  it('validates its options', () => {
+    expect(() => ip({ ipv6Subnet: 0 })).toThrow(
+      new RangeError('keys.ip: "ipv6Subnet" must be an integer from 1 to 128, got 0'),
+    )
+    expect(() => ip({ ipv6Subnet: '56' as unknown as number })).toThrow(
+      new TypeError('keys.ip: "ipv6Subnet" must be an integer from 1 to 128, got "56"'),
+    )
+    expect(() => ip({ getIp: 'x' as unknown as () => string })).toThrow(
+      new TypeError('keys.ip: "getIp" must be a function, got "x"'),
+    )
+  })
+})
+
+describe('keys.header, route, global', () => {
+  it('reads a header by case-insensitive name', async () => {
+    const key = header<FakeRequest>('X-API-Key')
+    expect(await key({ headers: { 'x-api-key': 'k1' } }, http)).toBe('k1')
+    expect(await key({}, http)).toBeUndefined()
+    expect(() => header('')).toThrow(
+      new TypeError('keys.header: "name" must be a non-empty string, got ""'),
+    )
+  })
+
+  it('keys by method and route pattern, or the path before a route matched', async () => {
+    const key = route<FakeRequest>()
+    expect(await key({ method: 'POST', route: '/users/:id', path: '/users/7' }, http)).toBe(
+      'POST /users/:id',
+    )
+    expect(await key({ method: 'GET', path: '/users/7' }, http)).toBe('GET /users/7')
+  })
+
+  it('gives every request one key', async () => {
+    expect(await global<FakeRequest>()({ ip: '1.1.1.1' }, http)).toBe('global')
+  })
+})
+
+describe('keys.compose', () => {
+  it('joins parts so that no part can forge another key', async () => {
+    const key = compose<FakeRequest>(header('x-tenant'), ip())
+    const a = await key({ ip: '10.0.0.1', headers: { 'x-tenant': 'acme' } }, http)
+    const b = await key({ ip: '10.0.0.1', headers: { 'x-tenant': 'acme\u001f10.0.0.1' } }, http)
+    expect(a).toBe('acme\u001f10.0.0.1')
+    expect(await key({ ip: '10.0.0.2', headers: { 'x-tenant': 'acme' } }, http)).not.toBe(a)
+    // Node refuses control characters in header values, so this request cannot arrive;
+    // were it to, it would still not collide with the two-part key above.
+    expect(b).not.toBe(a)
+  })
+
+  it('awaits asynchronous parts and falls back when every part is empty', async () => {
+    const slow = async () => 'user-1'
+    const key = compose<FakeRequest>(slow, ip())
+    const pending = key({ ip: '10.0.0.1' }, http)
+    expect(pending).toBeInstanceOf(Promise)
+    expect(await pending).toBe('user-1\u001f10.0.0.1')
+    expect(await compose<FakeRequest>(header('x-a'), header('x-b'))({}, http)).toBeUndefined()
+    expect(FALLBACK_KEY).toBe('(no key)')
+  })
+
+  it('needs at least one function', () => {
+    expect(() => compose()).toThrow(
+      new TypeError('keys.compose: needs at least one extractor, got none'),
+    )
+    expect(() => compose(1 as never)).toThrow(
+      new TypeError('keys.compose: "extractors[0]" must be a function, got 1'),
+    )
+  })
+})

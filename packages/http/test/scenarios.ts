@@ -1,0 +1,868 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { type Duration, ManualClock } from '@sluice/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { BulkheadOptions } from '../src/bulkhead-engine'
+import { keys } from '../src/index'
+import { type MemoryStore, memoryStore } from '../src/memory-store'
+import type { RateLimitOptions } from '../src/rate-limit-engine'
+
+/**
+ * The HTTP behaviour every adapter must show, written once and run against each
+ * framework (Express here; Koa and Hono with their own harness). A scenario describes an
+ * app in neutral terms; the harness builds it with the real framework on a real socket.
+ */
+
+/** A point a handler waits at until the test opens it; counts who arrived. */
+export interface Gate {
+  readonly arrived: number
+  /** Called by handlers: resolves once the gate is open. */
+  enter(): Promise<void>
+  open(): void
+}
+
+export function gate(): Gate {
+  let arrived = 0
+  let release: () => void = () => {}
+  const opened = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  return {
+    get arrived() {
+      return arrived
+    },
+    enter() {
+      arrived++
+      return opened
+    },
+    open: () => release(),
+  }
+}
+
+/** What a route's handler does, in framework-neutral terms. */
+export type HandlerSpec =
+  /** 200 with JSON `{ rateLimit }`: the decision as the framework exposes it (or null). */
+  | { kind: 'json' }
+  /** The given status with JSON `{ rateLimit }`. */
+  | { kind: 'status'; status: number }
+  /** Waits at the gate, then answers like `json`. */
+  | { kind: 'hold'; gate: Gate }
+  /** Throws an error (the framework answers 500). */
+  | { kind: 'throw' }
+  /** Streams `first\n`, waits at the gate, then streams `last\n` and ends. */
+  | { kind: 'stream'; gate: Gate }
+
+export type MiddlewareSpec = { rateLimit: RateLimitOptions } | { bulkhead: BulkheadOptions }
+
+export interface RouteSpec {
+  method: 'get' | 'post'
+  /** A path pattern every framework reads alike, e.g. `/users/:id`. */
+  path: string
+  use?: MiddlewareSpec[]
+  handler: HandlerSpec
+}
+
+export interface AppSpec {
+  /**
+   * Trust `X-Forwarded-For` from the loopback test client (Express `trust proxy`, Koa
+   * `app.proxy`, ...), so a test can pose as any client address. Off by default.
+   */
+  trustProxy?: boolean
+  /** Application-level middleware, in order. */
+  use?: MiddlewareSpec[]
+  routes: RouteSpec[]
+}
+
+export interface RunningServer {
+  readonly port: number
+  close(): Promise<void>
+}
+
+/** What an adapter supplies to run the shared scenarios. */
+export interface AdapterHarness {
+  /** Shown in the suite's title. */
+  name: string
+  /** Builds the app with the real framework and listens on 127.0.0.1, an ephemeral port. */
+  start(app: AppSpec): Promise<RunningServer>
+  /** Reads a request header from what `skip`/`cost`/`key` callbacks receive. */
+  header(req: unknown, name: string): string | undefined
+  /** The response status from what `refundWhen(req, res)` receives. */
+  status(req: unknown, res: unknown): number
+}
+
+export interface Reply {
+  status: number
+  /** Header lines exactly as sent: name (case kept) and value. */
+  raw: [string, string][]
+  /** Lower-cased names; repeated lines joined with ", ". */
+  headers: Record<string, string>
+  body: string
+}
+
+/** Sends one request on its own connection and reads the whole reply. */
+export function send(
+  server: RunningServer,
+  path: string,
+  options: { method?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path,
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          body += chunk
+        })
+        res.on('end', () => resolve(reply(res, body)))
+        res.on('error', reject)
+      },
+    )
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+function reply(res: IncomingMessage, body: string): Reply {
+  const raw: [string, string][] = []
+  for (let i = 0; i < res.rawHeaders.length; i += 2) {
+    raw.push([res.rawHeaders[i]!, res.rawHeaders[i + 1]!])
+  }
+  const headers: Record<string, string> = {}
+  for (const [name, value] of raw) {
+    const lower = name.toLowerCase()
+    headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`
+  }
+  return { status: res.statusCode ?? 0, raw, headers, body }
+}
+
+/** Starts a request and returns a handle to drop its connection mid-flight. */
+export function start(server: RunningServer, path: string, headers: Record<string, string> = {}) {
+  const req = httpRequest({ host: '127.0.0.1', port: server.port, path, headers, agent: false })
+  const replied = new Promise<Reply>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        body += chunk
+      })
+      res.on('end', () => resolve(reply(res, body)))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+  })
+  replied.catch(() => {})
+  req.end()
+  return {
+    replied,
+    /** Resolves with the status line and headers, as soon as they arrive. */
+    firstByte: new Promise<IncomingMessage>((resolve) => req.once('response', resolve)),
+    abort: () => req.destroy(),
+  }
+}
+
+/** Polls (on real time, without asserting any duration) until `condition` holds. */
+export async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 2_000; i++) {
+    if (condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+/** Lets queued I/O callbacks (a response's 'finish') run before the next request. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 10))
+
+/** The named raw header lines of a reply, in order. */
+function lines(res: Reply, ...names: string[]): string[] {
+  const wanted = names.map((n) => n.toLowerCase())
+  return res.raw
+    .filter(([name]) => wanted.includes(name.toLowerCase()))
+    .map(([n, v]) => `${n}: ${v}`)
+}
+
+const RATE_LIMIT_HEADERS = [
+  'RateLimit',
+  'RateLimit-Policy',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+]
+
+/**
+ * Registers the shared HTTP scenarios for one adapter.
+ *
+ * @example
+ * ```ts
+ * runAdapterScenarios({ name: 'express', start: startExpressApp, header: (req, n) => req.get(n), status: (_req, res) => res.statusCode })
+ * ```
+ */
+export function runAdapterScenarios(harness: AdapterHarness): void {
+  const running: RunningServer[] = []
+  const serve = async (app: AppSpec) => {
+    const server = await harness.start(app)
+    running.push(server)
+    return server
+  }
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((server) => server.close()))
+  })
+
+  /** A limiter on the clock the test drives, with its own store. */
+  const manual = () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    return { clock, store }
+  }
+  const statuses = async (server: RunningServer, path: string, n: number, headers = {}) => {
+    const out: number[] = []
+    for (let i = 0; i < n; i++) out.push((await send(server, path, { headers })).status)
+    return out
+  }
+  const oneRoute = (
+    options: RateLimitOptions,
+    handler: HandlerSpec = { kind: 'json' },
+  ): AppSpec => ({
+    routes: [{ method: 'get', path: '/', use: [{ rateLimit: options }], handler }],
+  })
+
+  describe(`adapter scenarios: ${harness.name}`, () => {
+    describe('each algorithm through HTTP', () => {
+      it('sliding-window: the limit per rolling window, precise to one slot', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ algorithm: 'sliding-window', limit: 2, window: '1s', clock, store }),
+        )
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
+        // Counted in the slot [0, 100 ms), the first two leave the window at 1,100 ms.
+        clock.advance(1_099)
+        expect(await statuses(server, '/', 1)).toEqual([429])
+        clock.advance(1)
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
+      })
+
+      it('fixed-window: the count resets on the window boundary', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ algorithm: 'fixed-window', limit: 2, window: '1s', clock, store }),
+        )
+        clock.advance(500)
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
+        clock.advance(500)
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
+      })
+
+      it('token-bucket: a burst of capacity, then one per interval', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            algorithm: 'token-bucket',
+            limit: 2,
+            window: '1s',
+            capacity: 3,
+            clock,
+            store,
+          }),
+        )
+        expect(await statuses(server, '/', 4)).toEqual([200, 200, 200, 429])
+        clock.advance(499)
+        expect(await statuses(server, '/', 1)).toEqual([429])
+        clock.advance(1)
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      })
+
+      it('leaky-bucket: strictly paced, no burst', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ algorithm: 'leaky-bucket', limit: 4, window: '1s', clock, store }),
+        )
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+        clock.advance(250)
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      })
+
+      it('warm-up: a third of the burst when cold, all of it once warm', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ algorithm: 'warm-up', limit: 3, window: '1s', warmUp: '10s', clock, store }),
+        )
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+        clock.advance(10_000)
+        expect(await statuses(server, '/', 4)).toEqual([200, 200, 200, 429])
+      })
+    })
+
+    describe('headers, byte-exact', () => {
+      const fixed = { algorithm: 'fixed-window', limit: 100, window: '1m' } as const
+
+      it("'draft-8' (the default) on an admitted request", async () => {
+        const { clock, store } = manual()
+        const server = await serve(oneRoute({ ...fixed, clock, store }))
+        for (let i = 0; i < 42; i++) await send(server, '/')
+        clock.advance(48_000)
+        const res = await send(server, '/')
+        expect(res.status).toBe(200)
+        expect(lines(res, ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: "default";q=100;w=60',
+          'RateLimit: "default";r=57;t=12',
+        ])
+      })
+
+      it("'draft-8' on a refusal, with Retry-After rounded up and the default body", async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ algorithm: 'fixed-window', limit: 1, window: '10s', clock, store }),
+        )
+        await send(server, '/')
+        clock.advance(1_500)
+        const res = await send(server, '/')
+        expect(res.status).toBe(429)
+        expect(lines(res, ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: "default";q=1;w=10',
+          'RateLimit: "default";r=0;t=9',
+          'Retry-After: 9',
+        ])
+        expect(res.body).toBe('Too Many Requests')
+      })
+
+      it("'draft-7'", async () => {
+        const { clock, store } = manual()
+        const server = await serve(oneRoute({ ...fixed, headers: 'draft-7', clock, store }))
+        for (let i = 0; i < 42; i++) await send(server, '/')
+        clock.advance(48_000)
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: 100;w=60',
+          'RateLimit: limit=100, remaining=57, reset=12',
+        ])
+      })
+
+      it("'draft-6'", async () => {
+        const { clock, store } = manual()
+        const server = await serve(oneRoute({ ...fixed, headers: 'draft-6', clock, store }))
+        for (let i = 0; i < 42; i++) await send(server, '/')
+        clock.advance(48_000)
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: 100;w=60',
+          'RateLimit-Limit: 100',
+          'RateLimit-Remaining: 57',
+          'RateLimit-Reset: 12',
+        ])
+      })
+
+      it("'legacy'", async () => {
+        const { clock, store } = manual()
+        const server = await serve(oneRoute({ ...fixed, headers: 'legacy', clock, store }))
+        for (let i = 0; i < 42; i++) await send(server, '/')
+        clock.advance(48_000)
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
+          'X-RateLimit-Limit: 100',
+          'X-RateLimit-Remaining: 57',
+          'X-RateLimit-Reset: 12',
+        ])
+      })
+
+      it('false: no RateLimit headers, but a refusal still carries Retry-After', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ limit: 1, window: '1m', headers: false, clock, store }),
+        )
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([])
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(lines(refused, ...RATE_LIMIT_HEADERS)).toEqual(['Retry-After: 66'])
+      })
+
+      it('stacked limiters append list items instead of clobbering each other', async () => {
+        const { clock, store } = manual()
+        const server = await serve({
+          use: [
+            {
+              rateLimit: {
+                name: 'global',
+                ...fixed,
+                limit: 1000,
+                key: keys.global(),
+                clock,
+                store,
+              },
+            },
+          ],
+          routes: [
+            {
+              method: 'get',
+              path: '/',
+              use: [
+                {
+                  rateLimit: {
+                    name: 'route',
+                    algorithm: 'fixed-window',
+                    limit: 5,
+                    window: '1s',
+                    clock,
+                    store,
+                  },
+                },
+              ],
+              handler: { kind: 'json' },
+            },
+          ],
+        })
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: "global";q=1000;w=60, "route";q=5;w=1',
+          'RateLimit: "global";r=999;t=60, "route";r=4;t=1',
+        ])
+      })
+    })
+
+    it('exposes the decision to the handler', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({
+          algorithm: 'fixed-window',
+          limit: 5,
+          window: '1m',
+          name: 'api',
+          key: keys.global(),
+          clock,
+          store,
+        }),
+      )
+      await send(server, '/')
+      clock.advance(15_000)
+      const res = await send(server, '/')
+      expect(JSON.parse(res.body)).toEqual({
+        rateLimit: expect.objectContaining({
+          limit: 5,
+          remaining: 3,
+          resetMs: 45_000,
+          key: 'global',
+          policy: 'api',
+        }),
+      })
+    })
+
+    it('several policies: a refusal by one refunds the others, headers list each', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({
+          policies: [
+            { name: 'burst', algorithm: 'fixed-window', limit: 2, window: '1s' },
+            { name: 'daily', algorithm: 'fixed-window', limit: 5, window: '1d' },
+          ],
+          clock,
+          store,
+        }),
+      )
+      expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
+      clock.advance(1_000)
+      const res = await send(server, '/')
+      expect(res.status).toBe(200)
+      expect(lines(res, 'RateLimit', 'RateLimit-Policy')).toEqual([
+        'RateLimit-Policy: "burst";q=2;w=1, "daily";q=5;w=86400',
+        'RateLimit: "burst";r=1;t=1, "daily";r=2;t=86399',
+      ])
+    })
+
+    it('keyed budgets: each key its own, a missing key the shared fallback', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({ limit: 1, window: '1m', key: keys.header('x-api-key'), clock, store }),
+      )
+      expect(await statuses(server, '/', 2, { 'x-api-key': 'a' })).toEqual([200, 429])
+      expect(await statuses(server, '/', 2, { 'x-api-key': 'b' })).toEqual([200, 429])
+      expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      expect(await statuses(server, '/', 1, { 'x-api-key': '' })).toEqual([429])
+    })
+
+    it('a per-route limiter limits only its route', async () => {
+      const { clock, store } = manual()
+      const server = await serve({
+        routes: [
+          {
+            method: 'get',
+            path: '/limited',
+            use: [{ rateLimit: { limit: 1, window: '1m', clock, store } }],
+            handler: { kind: 'json' },
+          },
+          { method: 'get', path: '/free', handler: { kind: 'json' } },
+        ],
+      })
+      expect(await statuses(server, '/limited', 2)).toEqual([200, 429])
+      const free = await send(server, '/free')
+      expect(free.status).toBe(200)
+      expect(lines(free, ...RATE_LIMIT_HEADERS)).toEqual([])
+      expect(await statuses(server, '/free', 3)).toEqual([200, 200, 200])
+    })
+
+    it('route keys: one budget per route pattern, not per URL', async () => {
+      const { clock, store } = manual()
+      const server = await serve({
+        routes: [
+          {
+            method: 'get',
+            path: '/users/:id',
+            use: [{ rateLimit: { limit: 2, window: '1m', key: keys.route(), clock, store } }],
+            handler: { kind: 'json' },
+          },
+        ],
+      })
+      expect((await send(server, '/users/1')).status).toBe(200)
+      const second = await send(server, '/users/2')
+      expect(JSON.parse(second.body).rateLimit.key).toBe('GET /users/:id')
+      expect((await send(server, '/users/3')).status).toBe(429)
+    })
+
+    it('cost: a request takes as many permits as it says', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({
+          limit: 5,
+          window: '1m',
+          cost: (req) => Number(harness.header(req, 'x-cost') ?? 1),
+          clock,
+          store,
+        }),
+      )
+      const first = await send(server, '/', { headers: { 'x-cost': '3' } })
+      expect([first.status, JSON.parse(first.body).rateLimit.remaining]).toEqual([200, 2])
+      expect((await send(server, '/', { headers: { 'x-cost': '3' } })).status).toBe(429)
+      const last = await send(server, '/', { headers: { 'x-cost': '2' } })
+      expect([last.status, JSON.parse(last.body).rateLimit.remaining]).toEqual([200, 0])
+    })
+
+    it('skip: skipped requests are neither counted nor limited', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({
+          limit: 1,
+          window: '1m',
+          skip: async (req) => harness.header(req, 'x-internal') === 'yes',
+          clock,
+          store,
+        }),
+      )
+      const internal = { 'x-internal': 'yes' }
+      const skipped = await send(server, '/', { headers: internal })
+      expect([skipped.status, JSON.parse(skipped.body).rateLimit]).toEqual([200, null])
+      expect(lines(skipped, ...RATE_LIMIT_HEADERS)).toEqual([])
+      expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      expect(await statuses(server, '/', 2, internal)).toEqual([200, 200])
+    })
+
+    it('refundWhen: permits come back for responses it approves (count only failures)', async () => {
+      const { clock, store } = manual()
+      const limiter: MiddlewareSpec = {
+        rateLimit: {
+          limit: 2,
+          window: '1m',
+          key: keys.global(),
+          refundWhen: (req, res) => harness.status(req, res) < 400,
+          clock,
+          store,
+        },
+      }
+      const server = await serve({
+        use: [limiter],
+        routes: [
+          { method: 'get', path: '/ok', handler: { kind: 'json' } },
+          { method: 'get', path: '/fail', handler: { kind: 'status', status: 500 } },
+        ],
+      })
+      for (let i = 0; i < 5; i++) {
+        expect((await send(server, '/ok')).status).toBe(200)
+        await settle()
+      }
+      expect((await send(server, '/fail')).status).toBe(500)
+      await settle()
+      expect((await send(server, '/fail')).status).toBe(500)
+      await settle()
+      expect((await send(server, '/ok')).status).toBe(429)
+    })
+
+    it('statusCode and message shape the refusal', async () => {
+      const { clock, store } = manual()
+      const server = await serve(
+        oneRoute({
+          algorithm: 'fixed-window',
+          limit: 1,
+          window: '1m',
+          statusCode: 503,
+          message: { error: 'slow down' },
+          clock,
+          store,
+        }),
+      )
+      await send(server, '/')
+      const refused = await send(server, '/')
+      expect(refused.status).toBe(503)
+      expect(JSON.parse(refused.body)).toEqual({ error: 'slow down' })
+      expect(refused.headers['retry-after']).toBe('60')
+    })
+
+    describe('waiting mode', () => {
+      const waiting = (clock: ManualClock, store: MemoryStore, timeout: Duration, maxQueue = 5) =>
+        oneRoute({
+          algorithm: 'fixed-window',
+          limit: 1,
+          window: '1s',
+          wait: { timeout, maxQueue },
+          clock,
+          store,
+        })
+
+      it('delays a request over the limit until its permit is due', async () => {
+        const { clock, store } = manual()
+        const server = await serve(waiting(clock, store, '2s'))
+        expect((await send(server, '/')).status).toBe(200)
+        const delayed = start(server, '/')
+        await until(() => clock.pendingSleeps === 1, 'the request waits')
+        clock.advance(1_000)
+        const res = await delayed.replied
+        expect(res.status).toBe(200)
+        expect(res.headers.ratelimit).toBe('"default";r=0;t=1')
+      })
+
+      it('serves queued requests in order, and refuses when the queue is full', async () => {
+        const { clock, store } = manual()
+        const server = await serve(waiting(clock, store, '5s', 2))
+        await send(server, '/')
+        const second = start(server, '/')
+        await until(() => clock.pendingSleeps === 1, 'the head waits')
+        const third = start(server, '/')
+        await until(() => clock.pendingSleeps === 2, 'the second waits its turn')
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(refused.headers['retry-after']).toBeDefined()
+        clock.advance(1_000)
+        expect((await second.replied).status).toBe(200)
+        await until(() => clock.pendingSleeps === 1, 'the next head waits')
+        clock.advance(1_000)
+        expect((await third.replied).status).toBe(200)
+      })
+
+      it('refuses at once a request whose wait would pass the timeout', async () => {
+        const { clock, store } = manual()
+        const server = await serve(waiting(clock, store, '500ms'))
+        await send(server, '/')
+        const res = await send(server, '/')
+        expect(res.status).toBe(429)
+        expect(res.headers['retry-after']).toBe('1')
+        expect(clock.pendingSleeps).toBe(0)
+      })
+
+      it('a client that disconnects while queued leaves the queue at once', async () => {
+        const { clock, store } = manual()
+        const server = await serve(waiting(clock, store, '5s', 1))
+        await send(server, '/')
+        const quitter = start(server, '/')
+        await until(() => clock.pendingSleeps === 1, 'the request waits')
+        quitter.abort()
+        await until(() => clock.pendingSleeps === 0, 'the request left the queue')
+        // The queue (of one) is free again: the next request waits instead of being refused.
+        const next = start(server, '/')
+        await until(() => clock.pendingSleeps === 1, 'the next request waits')
+        clock.advance(1_000)
+        expect((await next.replied).status).toBe(200)
+      })
+    })
+
+    describe('client address', () => {
+      const ipLimited = (clock: ManualClock, store: MemoryStore, trustProxy: boolean): AppSpec => ({
+        trustProxy,
+        routes: [
+          {
+            method: 'get',
+            path: '/',
+            use: [{ rateLimit: { limit: 1, window: '1m', clock, store } }],
+            handler: { kind: 'json' },
+          },
+        ],
+      })
+      const from = (address: string) => ({ 'x-forwarded-for': address })
+
+      it('a spoofed X-Forwarded-For does not change the key while proxies are not trusted', async () => {
+        const { clock, store } = manual()
+        const server = await serve(ipLimited(clock, store, false))
+        const first = await send(server, '/', { headers: from('198.51.100.1') })
+        expect(first.status).toBe(200)
+        expect(JSON.parse(first.body).rateLimit.key).toBe('127.0.0.1')
+        expect((await send(server, '/', { headers: from('198.51.100.2') })).status).toBe(429)
+        expect((await send(server, '/', { headers: from('198.51.100.3') })).status).toBe(429)
+      })
+
+      it('an IPv4-mapped IPv6 address shares the IPv4 client bucket', async () => {
+        const { clock, store } = manual()
+        const server = await serve(ipLimited(clock, store, true))
+        const first = await send(server, '/', { headers: from('203.0.113.7') })
+        expect(JSON.parse(first.body).rateLimit.key).toBe('203.0.113.7')
+        expect((await send(server, '/', { headers: from('::ffff:203.0.113.7') })).status).toBe(429)
+        expect((await send(server, '/', { headers: from('::ffff:203.0.113.8') })).status).toBe(200)
+      })
+
+      it('IPv6 clients are grouped by /56', async () => {
+        const { clock, store } = manual()
+        const server = await serve(ipLimited(clock, store, true))
+        const first = await send(server, '/', { headers: from('2001:db8:0:1ff::1') })
+        expect(JSON.parse(first.body).rateLimit.key).toBe('2001:db8:0:100::/56')
+        expect((await send(server, '/', { headers: from('2001:db8:0:100::2') })).status).toBe(429)
+        expect((await send(server, '/', { headers: from('2001:db8:0:200::1') })).status).toBe(200)
+      })
+    })
+
+    describe('bulkhead', () => {
+      const guarded = (
+        store: MemoryStore,
+        handler: HandlerSpec,
+        options: BulkheadOptions = {},
+      ): AppSpec => ({
+        routes: [
+          {
+            method: 'get',
+            path: '/work',
+            use: [{ bulkhead: { max: 1, store, ...options } }],
+            handler,
+          },
+          { method: 'get', path: '/other', handler: { kind: 'json' } },
+        ],
+      })
+
+      it('answers 503 + Retry-After when full, and the slot comes back after the response', async () => {
+        const store = memoryStore()
+        const work = gate()
+        const server = await serve(guarded(store, { kind: 'hold', gate: work }))
+        const first = start(server, '/work')
+        await until(() => work.arrived === 1, 'the first request holds the slot')
+        const refused = await send(server, '/work')
+        expect(refused.status).toBe(503)
+        expect(lines(refused, ...RATE_LIMIT_HEADERS)).toEqual([
+          'RateLimit-Policy: "bulkhead";q=1;qu="concurrent-requests"',
+          'RateLimit: "bulkhead";r=0',
+          'Retry-After: 1',
+        ])
+        expect(refused.body).toBe('Service Unavailable')
+        work.open()
+        const done = await first.replied
+        expect(done.status).toBe(200)
+        expect(lines(done, 'RateLimit')).toEqual(['RateLimit: "bulkhead";r=0'])
+        await until(() => store.inFlight === 0, 'the slot is released')
+        expect((await send(server, '/work')).status).toBe(200)
+      })
+
+      it('frees the slot when the client aborts mid-request', async () => {
+        const store = memoryStore()
+        const work = gate()
+        const server = await serve(guarded(store, { kind: 'hold', gate: work }))
+        const quitter = start(server, '/work')
+        await until(() => work.arrived === 1, 'the request is in the handler')
+        expect(store.inFlight).toBe(1)
+        quitter.abort()
+        await until(() => store.inFlight === 0, 'the slot is released')
+        work.open()
+        expect((await send(server, '/work')).status).toBe(200)
+        await until(() => store.inFlight === 0, 'the second slot is released')
+      })
+
+      it('frees the slot after a throwing handler', async () => {
+        const store = memoryStore()
+        const server = await serve(guarded(store, { kind: 'throw' }))
+        expect((await send(server, '/work')).status).toBe(500)
+        await until(() => store.inFlight === 0, 'the slot is released')
+        expect((await send(server, '/work')).status).toBe(500)
+      })
+
+      it('holds the slot while a body streams, and frees it when the stream ends', async () => {
+        const store = memoryStore()
+        const body = gate()
+        const server = await serve(guarded(store, { kind: 'stream', gate: body }))
+        const streaming = start(server, '/work')
+        await streaming.firstByte
+        await until(() => body.arrived === 1, 'the first chunk is out')
+        expect(store.inFlight).toBe(1)
+        expect((await send(server, '/work')).status).toBe(503)
+        body.open()
+        const done = await streaming.replied
+        expect(done.body).toBe('first\nlast\n')
+        await until(() => store.inFlight === 0, 'the slot is released')
+        expect(store.inFlight).toBe(0)
+      })
+
+      it('queues FIFO up to maxQueue; a queued client that leaves frees its place', async () => {
+        const { clock, store } = manual()
+        const work = gate()
+        // With a queueTimeout on the manual clock, each queued request is one pending sleep.
+        const server = await serve(
+          guarded(store, { kind: 'hold', gate: work }, { maxQueue: 1, queueTimeout: '1h', clock }),
+        )
+        const first = start(server, '/work')
+        await until(() => work.arrived === 1, 'the first request holds the slot')
+        const quitter = start(server, '/work')
+        await until(() => clock.pendingSleeps === 1, 'the second request is queued')
+        expect((await send(server, '/work')).status).toBe(503)
+        quitter.abort()
+        await until(() => clock.pendingSleeps === 0, 'the quitter left the queue')
+        const queued = start(server, '/work')
+        await until(() => clock.pendingSleeps === 1, 'the third request is queued')
+        expect(work.arrived).toBe(1)
+        work.open()
+        expect((await first.replied).status).toBe(200)
+        expect((await queued.replied).status).toBe(200)
+        expect(work.arrived).toBe(2)
+        await until(() => store.inFlight === 0, 'every slot is released')
+      })
+
+      it('refuses a queued request whose queueTimeout passes', async () => {
+        const { clock, store } = manual()
+        const work = gate()
+        const server = await serve(
+          guarded(store, { kind: 'hold', gate: work }, { maxQueue: 1, queueTimeout: '2s', clock }),
+        )
+        const first = start(server, '/work')
+        await until(() => work.arrived === 1, 'the first request holds the slot')
+        const queued = start(server, '/work')
+        await until(() => clock.pendingSleeps === 1, 'the second request is queued')
+        clock.advance(2_000)
+        const refused = await queued.replied
+        expect(refused.status).toBe(503)
+        expect(refused.headers['retry-after']).toBe('1')
+        work.open()
+        expect((await first.replied).status).toBe(200)
+      })
+
+      it('1,000 clients aborting mid-request (in the handler or queued) leave nothing in flight', async () => {
+        const { clock, store } = manual()
+        const work = gate()
+        const server = await serve(
+          guarded(
+            store,
+            { kind: 'hold', gate: work },
+            { max: 600, maxQueue: 400, queueTimeout: '1h', clock },
+          ),
+        )
+        const clients = Array.from({ length: 1_000 }, () => start(server, '/work'))
+        await until(
+          () => work.arrived === 600 && clock.pendingSleeps === 400,
+          '600 requests hold slots and 400 wait',
+        )
+        expect(store.inFlight).toBe(600)
+        for (const client of clients) client.abort()
+        await until(
+          () => store.inFlight === 0 && clock.pendingSleeps === 0,
+          'every slot and place is freed',
+        )
+        work.open()
+        expect((await send(server, '/work')).status).toBe(200)
+        await until(() => store.inFlight === 0, 'the last slot is released')
+      })
+    })
+  })
+}

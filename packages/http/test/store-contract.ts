@@ -1,0 +1,234 @@
+import { describe, expect, it } from 'vitest'
+import { compilePolicies, concurrencyPolicy, type PolicyOptions } from '../src/policy'
+import type { Policy, Store } from '../src/store'
+
+// A sliding window (10 slots) counts a permit until its slot has left the hour-long
+// window: up to an hour and a tenth.
+const LONGEST_WAIT_MS = 3_960_000
+
+/**
+ * The store contract, as one suite every store runs (like Bucket4j's TCK): memory here,
+ * Redis in @sluice/redis. It uses nothing but the `Store` interface, and its time-based
+ * expectations hold for a store on its own clock: windows are an hour long, so the few
+ * milliseconds a test takes never refill anything it counts.
+ *
+ * @param makeStore Called once per test; each test uses fresh, unique keys.
+ * @example
+ * ```ts
+ * runStoreContract('memoryStore', () => memoryStore())
+ * ```
+ */
+export function runStoreContract(name: string, makeStore: () => Store | Promise<Store>): void {
+  let seq = 0
+  const uniqueKey = (label: string) => `contract:${label}:${Date.now().toString(36)}:${++seq}`
+  const policy = (options: PolicyOptions): Policy => compilePolicies(options, 'contract')[0]!
+
+  describe(`store contract: ${name}`, () => {
+    const exhaustible = [
+      { algorithm: 'sliding-window', limit: 3 },
+      { algorithm: 'fixed-window', limit: 3 },
+      { algorithm: 'token-bucket', limit: 3 },
+    ] as const
+
+    for (const options of exhaustible) {
+      it(`${options.algorithm}: admits exactly the limit, then refuses with a wait`, async () => {
+        const store = await makeStore()
+        const p = policy({ ...options, window: '1h', name: options.algorithm })
+        const key = uniqueKey(options.algorithm)
+        const remaining: number[] = []
+        for (let i = 0; i < 3; i++) {
+          const taken = await store.take(key, [p], 1)
+          expect(taken.allowed).toBe(true)
+          expect(taken.results).toHaveLength(1)
+          const [result] = taken.results
+          expect(result?.policy.name).toBe(options.algorithm)
+          expect(result?.allowed).toBe(true)
+          expect(result?.limit).toBe(3)
+          expect(result?.retryAfterMs).toBe(0)
+          expect(result?.resetMs).toBeGreaterThan(0)
+          expect(result?.resetMs).toBeLessThanOrEqual(LONGEST_WAIT_MS)
+          remaining.push(result!.remaining)
+        }
+        expect(remaining).toEqual([2, 1, 0])
+        const refused = await store.take(key, [p], 1)
+        expect(refused.allowed).toBe(false)
+        expect(refused.results[0]?.allowed).toBe(false)
+        expect(refused.results[0]?.remaining).toBe(0)
+        expect(refused.results[0]?.retryAfterMs).toBeGreaterThan(0)
+        expect(refused.results[0]?.retryAfterMs).toBeLessThanOrEqual(LONGEST_WAIT_MS)
+      })
+    }
+
+    it('leaky-bucket: admits one, then refuses for about one interval', async () => {
+      const store = await makeStore()
+      const p = policy({ algorithm: 'leaky-bucket', limit: 3, window: '1h', name: 'leaky' })
+      const key = uniqueKey('leaky')
+      expect((await store.take(key, [p], 1)).allowed).toBe(true)
+      const refused = await store.take(key, [p], 1)
+      expect(refused.allowed).toBe(false)
+      // One interval is window / limit = 20 minutes; a few ms may have passed.
+      expect(refused.results[0]?.retryAfterMs).toBeGreaterThan(1_190_000)
+      expect(refused.results[0]?.retryAfterMs).toBeLessThanOrEqual(1_200_000)
+    })
+
+    it('warm-up: a cold limiter admits at least one and never more than its capacity', async () => {
+      const store = await makeStore()
+      const p = policy({ algorithm: 'warm-up', limit: 6, window: '1h', warmUp: '1h', name: 'warm' })
+      const key = uniqueKey('warm')
+      let admitted = 0
+      for (let i = 0; i < 10; i++) if ((await store.take(key, [p], 1)).allowed) admitted++
+      expect(admitted).toBeGreaterThanOrEqual(1)
+      expect(admitted).toBeLessThan(6)
+    })
+
+    it('takes `cost` permits at once and refuses a cost that does not fit, taking nothing', async () => {
+      const store = await makeStore()
+      const p = policy({ limit: 5, window: '1h', name: 'cost' })
+      const key = uniqueKey('cost')
+      expect((await store.take(key, [p], 3)).results[0]?.remaining).toBe(2)
+      const refused = await store.take(key, [p], 3)
+      expect(refused.allowed).toBe(false)
+      expect(refused.results[0]?.remaining).toBe(2)
+      const fits = await store.take(key, [p], 2)
+      expect(fits.allowed).toBe(true)
+      expect(fits.results[0]?.remaining).toBe(0)
+    })
+
+    it('refuses a cost above the limit forever (retryAfterMs Infinity) without consuming', async () => {
+      const store = await makeStore()
+      const p = policy({ algorithm: 'token-bucket', limit: 5, window: '1h', name: 'huge' })
+      const key = uniqueKey('huge')
+      const refused = await store.take(key, [p], 6)
+      expect(refused.allowed).toBe(false)
+      expect(refused.results[0]?.retryAfterMs).toBe(Number.POSITIVE_INFINITY)
+      expect((await store.take(key, [p], 5)).allowed).toBe(true)
+    })
+
+    it('checks several policies atomically: one refusal takes nothing from the others', async () => {
+      const store = await makeStore()
+      const [hourly, burst] = compilePolicies(
+        {
+          policies: [
+            { name: 'hourly', limit: 5, window: '1h' },
+            { name: 'burst', limit: 2, window: '1h', algorithm: 'fixed-window' },
+          ],
+        },
+        'contract',
+      ) as [Policy, Policy]
+      const key = uniqueKey('atomic')
+      expect((await store.take(key, [hourly, burst], 1)).allowed).toBe(true)
+      expect((await store.take(key, [hourly, burst], 1)).allowed).toBe(true)
+      const refused = await store.take(key, [hourly, burst], 1)
+      expect(refused.allowed).toBe(false)
+      expect(refused.results.map((r) => [r.policy.name, r.allowed, r.remaining])).toEqual([
+        ['hourly', true, 3],
+        ['burst', false, 0],
+      ])
+      const [state] = await store.get(key, [hourly])
+      expect(state?.remaining).toBe(3)
+    })
+
+    it('refunds every policy of a multi-policy take, never above fresh', async () => {
+      const store = await makeStore()
+      const policies = compilePolicies(
+        {
+          policies: [
+            { name: 'a', limit: 4, window: '1h' },
+            { name: 'b', limit: 3, window: '1h', algorithm: 'token-bucket' },
+          ],
+        },
+        'contract',
+      )
+      const key = uniqueKey('refund')
+      await store.take(key, policies, 2)
+      expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([2, 1])
+      await store.refund(key, policies, 1)
+      expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([3, 2])
+      await store.refund(key, policies, 5)
+      expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([4, 3])
+    })
+
+    it('holds concurrency slots until released, and a second release of a lease is a no-op', async () => {
+      const store = await makeStore()
+      const slots = concurrencyPolicy('slots', 2)
+      const key = uniqueKey('slots')
+      const first = await store.take(key, [slots], 1)
+      const second = await store.take(key, [slots], 1)
+      expect(first.allowed && second.allowed).toBe(true)
+      expect(second.results[0]?.remaining).toBe(0)
+      const lease = first.results[0]?.lease
+      expect(lease?.permits).toBe(1)
+      expect(second.results[0]?.lease?.id).not.toBe(lease?.id)
+      const full = await store.take(key, [slots], 1)
+      expect(full.allowed).toBe(false)
+      expect(full.results[0]?.lease).toBeUndefined()
+      await store.release(key, slots, lease!)
+      await store.release(key, slots, lease!)
+      expect((await store.get(key, [slots]))[0]?.remaining).toBe(1)
+      expect((await store.take(key, [slots], 1)).allowed).toBe(true)
+      expect((await store.take(key, [slots], 1)).allowed).toBe(false)
+    })
+
+    it('treats a concurrency policy atomically with time-based ones', async () => {
+      const store = await makeStore()
+      const slots = concurrencyPolicy('slots', 1)
+      const rate = policy({ limit: 10, window: '1h', name: 'rate' })
+      const key = uniqueKey('mixed')
+      const first = await store.take(key, [rate, slots], 1)
+      expect(first.allowed).toBe(true)
+      expect(first.results[1]?.lease).toBeDefined()
+      const refused = await store.take(key, [rate, slots], 1)
+      expect(refused.allowed).toBe(false)
+      expect(refused.results.map((r) => r.allowed)).toEqual([true, false])
+      expect((await store.get(key, [rate]))[0]?.remaining).toBe(9)
+      await store.release(key, slots, first.results[1]!.lease!)
+      expect((await store.take(key, [rate, slots], 1)).allowed).toBe(true)
+    })
+
+    it('get reports state without taking, fresh for an unknown key', async () => {
+      const store = await makeStore()
+      const p = policy({ limit: 4, window: '1h', name: 'get' })
+      const key = uniqueKey('get')
+      const [fresh] = await store.get(key, [p])
+      expect(fresh).toMatchObject({ allowed: true, limit: 4, remaining: 4, retryAfterMs: 0 })
+      await store.take(key, [p], 3)
+      expect((await store.get(key, [p]))[0]?.remaining).toBe(1)
+      expect((await store.get(key, [p]))[0]?.remaining).toBe(1)
+    })
+
+    it('reset forgets a key, under all policies or only the ones given', async () => {
+      const store = await makeStore()
+      const a = policy({ limit: 2, window: '1h', name: 'reset-a' })
+      const b = policy({ limit: 2, window: '1h', name: 'reset-b' })
+      const key = uniqueKey('reset')
+      await store.take(key, [a], 2)
+      await store.take(key, [b], 2)
+      await store.reset(key, [a])
+      expect((await store.get(key, [a, b])).map((r) => r.remaining)).toEqual([2, 0])
+      await store.reset(key)
+      expect((await store.get(key, [a, b])).map((r) => r.remaining)).toEqual([2, 2])
+    })
+
+    it('keeps keys and policy names apart', async () => {
+      const store = await makeStore()
+      const a = policy({ limit: 1, window: '1h', name: 'iso-a' })
+      const b = policy({ limit: 1, window: '1h', name: 'iso-b' })
+      const one = uniqueKey('iso')
+      const two = uniqueKey('iso')
+      expect((await store.take(one, [a], 1)).allowed).toBe(true)
+      expect((await store.take(one, [a], 1)).allowed).toBe(false)
+      expect((await store.take(two, [a], 1)).allowed).toBe(true)
+      expect((await store.take(one, [b], 1)).allowed).toBe(true)
+    })
+
+    it('admits exactly the limit when takes race', async () => {
+      const store = await makeStore()
+      const p = policy({ algorithm: 'fixed-window', limit: 7, window: '1h', name: 'race' })
+      const key = uniqueKey('race')
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, () => Promise.resolve(store.take(key, [p], 1))),
+      )
+      expect(outcomes.filter((o) => o.allowed)).toHaveLength(7)
+    })
+  })
+}
