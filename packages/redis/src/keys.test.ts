@@ -1,0 +1,62 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { escapeKey, stateKey } from './keys'
+
+/** Redis Cluster's rule: the hash tag is between the first `{` and the first `}` after it. */
+function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{')
+  if (open === -1) return undefined
+  const close = key.indexOf('}', open + 1)
+  if (close === -1 || close === open + 1) return undefined
+  return key.slice(open + 1, close)
+}
+
+describe('escapeKey', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['a}b', 'a%7Db'],
+    ['{a}', '%7Ba%7D'],
+    ['100%', '100%25'],
+    ['%7D', '%257D'],
+    ['user:42', 'user:42'],
+    ['', '%'],
+  ])('escapes %j as %j', (key, escaped) => {
+    expect(escapeKey(key)).toBe(escaped)
+  })
+
+  it('is one-to-one, and never yields a brace', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), (a, b) => {
+        expect(escapeKey(a)).not.toMatch(/[{}]/)
+        if (a !== b) expect(escapeKey(a)).not.toBe(escapeKey(b))
+      }),
+    )
+  })
+})
+
+describe('stateKey', () => {
+  it('lays out <prefix>{<client key>}:<policy>', () => {
+    expect(stateKey('sluice:', '203.0.113.7', 'default')).toBe('sluice:{203.0.113.7}:default')
+  })
+
+  it('gives every policy of one client key the same hash tag, whatever the key holds', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string(), fc.constantFrom('}', '{', '{}', '}:other', 'sluice:{x}:p', '')),
+        fc.string({ minLength: 1 }),
+        fc.string({ minLength: 1 }),
+        (clientKey, p1, p2) => {
+          const tag = hashTag(stateKey('sluice:', clientKey, p1))
+          expect(tag).toBe(escapeKey(clientKey))
+          expect(hashTag(stateKey('sluice:', clientKey, p2))).toBe(tag)
+        },
+      ),
+    )
+  })
+
+  it('keeps client keys that mimic the layout apart', () => {
+    const tricky = ['a', 'a}', '{a}', 'a}:p', 'sluice:a', 'sluice:{a}:p', '}', '{', ':', '']
+    const keys = tricky.map((clientKey) => stateKey('sluice:', clientKey, 'p'))
+    expect(new Set(keys).size).toBe(tricky.length)
+  })
+})

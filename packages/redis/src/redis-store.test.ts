@@ -1,0 +1,48 @@
+import { memoryStore } from '@sluice/http'
+import { describe, expect, it } from 'vitest'
+import { type RedisStoreOptions, redisStore } from './redis-store'
+
+// Construction-time validation needs no server: nothing is sent until the first call.
+const client = async () => 'OK'
+
+describe('redisStore options', () => {
+  it('builds with defaults from a client alone', () => {
+    expect(redisStore({ client }).status).toBe('up')
+  })
+
+  it.each<[Partial<RedisStoreOptions> | null, string]>([
+    [null, 'redisStore: options must be an object, got null'],
+    [{ prefix: 7 as never }, 'redisStore: "prefix" must be a string, got 7'],
+    [
+      { prefix: 'app:{x}:' },
+      'redisStore: "prefix" must not contain "{" or "}" (it would break the Cluster hash tag), got "app:{x}:"',
+    ],
+    [{ timeout: 0 }, 'redisStore: "timeout" must be a positive duration, got 0'],
+    [{ timeout: 'soon' as never }, 'redisStore: "timeout" must be a duration'],
+    [{ leaseTtl: '0s' }, 'redisStore: "leaseTtl" must be a positive duration, got "0s"'],
+    [{ probeInterval: -1 }, 'redisStore: "probeInterval" must be a duration'],
+    [
+      { onError: 'retry' as never },
+      `redisStore: "onError" must be one of 'deny', 'allow', 'local', got "retry"`,
+    ],
+    [{ onFailure: 'log' as never }, 'redisStore: "onFailure" must be a function, got "log"'],
+    [{ onRecovery: {} as never }, 'redisStore: "onRecovery" must be a function, got an object'],
+    [
+      { onError: 'deny', local: memoryStore() },
+      `redisStore: "local" is only used with onError 'local', got onError "deny"`,
+    ],
+    [
+      { local: { take: () => undefined } as never },
+      'redisStore: "local" must be a store (take, refund, release, get, reset), got an object',
+    ],
+  ])('refuses %j', (options, message) => {
+    const build = () => redisStore(options === null ? (null as never) : { client, ...options })
+    expect(build).toThrow(message)
+  })
+
+  it('throws TypeError for a wrong type and RangeError for a wrong value', () => {
+    expect(() => redisStore({ client, prefix: 7 as never })).toThrow(TypeError)
+    expect(() => redisStore({ client, prefix: '{' })).toThrow(RangeError)
+    expect(() => redisStore({ client, timeout: 0 })).toThrow(RangeError)
+  })
+})

@@ -1,0 +1,243 @@
+import type { TakeResult } from '@sluice/http'
+import type { Redis } from 'ioredis'
+import { afterEach, expect, it } from 'vitest'
+import { type OnError, type RedisStoreError, redisStore } from '../src/index'
+import { SCRIPT_SHA } from '../src/script'
+import { connect, DAY, describeRedis, policy, sleep, uniquePrefix } from './helpers'
+import { type RedisServer, startRedisServer } from './redis-server'
+
+// Each test runs its own redis-server, so stopping it disturbs no other test file.
+const TIMEOUT = 200
+// How long any call may take: the store's timeout plus generous scheduling slack. A call
+// still pending after this counts as hung; it bounds the answer, it does not time it.
+const BOUND = TIMEOUT + 1_500
+
+const servers: RedisServer[] = []
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop()))
+})
+
+async function startServer(port?: number): Promise<RedisServer> {
+  const server = await startRedisServer(port === undefined ? {} : { port })
+  servers.push(server)
+  return server
+}
+
+function quietClient(port: number): Redis {
+  const client = connect({ port })
+  // ioredis reports every failed reconnect as an 'error' event; the store reports failures.
+  client.on('error', () => {})
+  return client
+}
+
+/** Resolves with the call's answer, or fails the test if it has not answered within BOUND. */
+async function answered<T>(call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${BOUND} ms`)), BOUND)
+  })
+  try {
+    return await Promise.race([call, hung])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function harness(port: number, onError: OnError) {
+  const failures: RedisStoreError[] = []
+  let recoveries = 0
+  const prefix = uniquePrefix()
+  const store = redisStore({
+    client: quietClient(port),
+    prefix,
+    timeout: TIMEOUT,
+    probeInterval: 50,
+    onError,
+    onFailure: (error) => failures.push(error),
+    onRecovery: () => {
+      recoveries++
+    },
+  })
+  return { store, prefix, failures, recoveries: () => recoveries }
+}
+
+const limit = policy.fixedWindow('p', { limit: 5, window: DAY })
+
+/** Sequential takes, each answered within the bound. */
+async function takes(
+  store: ReturnType<typeof harness>['store'],
+  key: string,
+  n: number,
+): Promise<TakeResult[]> {
+  const results: TakeResult[] = []
+  for (let i = 0; i < n; i++) results.push(await answered(store.take(key, [limit], 1)))
+  return results
+}
+
+/**
+ * Background load: a decision every few milliseconds, each required to answer within the
+ * bound. `finish` stops it and resolves with how many were answered while the store was
+ * down, and in all.
+ */
+function startLoad(store: ReturnType<typeof harness>['store']) {
+  const calls: Promise<void>[] = []
+  let whileDown = 0
+  const timer = setInterval(() => {
+    calls.push(
+      answered(store.take('load', [limit], 1)).then(() => {
+        if (store.status === 'down') whileDown++
+      }),
+    )
+  }, 5)
+  return {
+    async finish() {
+      clearInterval(timer)
+      await Promise.all(calls)
+      return { whileDown, total: calls.length }
+    },
+  }
+}
+
+/** Keeps calling until the store's background probe has found Redis again. */
+async function untilRecovered(store: ReturnType<typeof harness>['store']): Promise<void> {
+  for (let i = 0; i < 400 && store.status === 'down'; i++) {
+    await answered(store.get('probe', [limit]))
+    await sleep(25)
+  }
+  expect(store.status).toBe('up')
+}
+
+const slot = policy.concurrency('slot', 1)
+
+/** Two takes of a one-slot bulkhead, a release of the first, a third take. */
+async function bulkheadRound(store: ReturnType<typeof harness>['store']): Promise<boolean[]> {
+  const first = await answered(store.take('bulkhead', [slot], 1))
+  const second = await answered(store.take('bulkhead', [slot], 1))
+  const lease = first.results[0]!.lease
+  if (lease !== undefined) await answered(store.release('bulkhead', slot, lease))
+  const third = await answered(store.take('bulkhead', [slot], 1))
+  return [first.allowed, second.allowed, third.allowed]
+}
+
+const bulkheadExpectations: Record<OnError, boolean[]> = {
+  deny: [false, false, false],
+  // Uncounted: every request gets a slot; releasing one is a no-op.
+  allow: [true, true, true],
+  // A one-slot bulkhead in this process: the release frees the slot locally.
+  local: [true, false, true],
+}
+
+const expectations: Record<OnError, (results: TakeResult[]) => void> = {
+  // Fail closed: every request is refused, with a retry hint.
+  deny: (results) => {
+    expect(results.map((r) => r.allowed)).toEqual(Array(8).fill(false))
+    expect(results[0]!.results[0]!.retryAfterMs).toBeGreaterThan(0)
+  },
+  // Fail open: every request passes, uncounted.
+  allow: (results) => {
+    expect(results.map((r) => r.allowed)).toEqual(Array(8).fill(true))
+  },
+  // The same limit, counted in this process.
+  local: (results) => {
+    expect(results.map((r) => r.allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
+  },
+}
+
+describeRedis.each(['deny', 'allow', 'local'] as const)("onError '%s'", (onError) => {
+  it('answers every call while Redis is down, reports once, and recovers without restart', async () => {
+    const server = await startServer()
+    const { store, prefix, failures, recoveries } = harness(server.port, onError)
+    expect((await takes(store, 'before', 2)).map((r) => r.allowed)).toEqual([true, true])
+
+    // Stop Redis under load: every decision, before, during and after, gets an answer.
+    const load = startLoad(store)
+    await sleep(50)
+    await server.stop()
+
+    expectations[onError](await takes(store, 'during', 8))
+    expect(await bulkheadRound(store)).toEqual(bulkheadExpectations[onError])
+    expect(store.status).toBe('down')
+    expect(failures).toHaveLength(1)
+    expect(['ERR_SLUICE_REDIS', 'ERR_SLUICE_REDIS_TIMEOUT']).toContain(failures[0]!.code)
+    expect(recoveries()).toBe(0)
+
+    // Same port, empty server: the client reconnects, the probe notices, and decisions
+    // go to Redis again (the script is loaded again on NOSCRIPT).
+    await startServer(server.port)
+    await untilRecovered(store)
+    expect(recoveries()).toBe(1)
+    expect(failures).toHaveLength(1)
+    expect((await takes(store, 'after', 6)).map((r) => r.allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+    ])
+    const { whileDown, total } = await load.finish()
+    expect(whileDown).toBeGreaterThan(0)
+    expect(total).toBeGreaterThan(whileDown)
+    // The budget is in Redis: a second process sees it spent.
+    const other = redisStore({ client: quietClient(server.port), prefix })
+    expect((await other.get('after', [limit]))[0]!.remaining).toBe(0)
+  })
+})
+
+describeRedis('a hung Redis', () => {
+  it('times out each call instead of hanging, and recovers when Redis answers again', async () => {
+    const server = await startServer()
+    const { store, failures, recoveries } = harness(server.port, 'local')
+    expect((await takes(store, 'k', 1))[0]!.allowed).toBe(true)
+
+    server.pause()
+    // The first call waits out the timeout; the rest are answered locally at once.
+    const during = await takes(store, 'hung', 8)
+    expect(during.map((r) => r.allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
+    expect(failures.map((f) => f.code)).toEqual(['ERR_SLUICE_REDIS_TIMEOUT'])
+    // reset has no onError answer: it reports the failure to its caller.
+    await expect(answered(store.reset('hung', [limit]))).rejects.toMatchObject({
+      name: 'RedisStoreError',
+      code: 'ERR_SLUICE_REDIS_TIMEOUT',
+    })
+
+    server.resume()
+    await untilRecovered(store)
+    expect(recoveries()).toBe(1)
+  })
+})
+
+describeRedis('script cache', () => {
+  it('reloads the script after SCRIPT FLUSH (NOSCRIPT) within the same call', async () => {
+    const server = await startServer()
+    const redis = connect({ port: server.port })
+    const store = redisStore({ client: redis, prefix: uniquePrefix() })
+    expect((await store.take('k', [limit], 1)).allowed).toBe(true)
+    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([1])
+    await redis.script('FLUSH')
+    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([0])
+    const next = await store.take('k', [limit], 1)
+    expect(next.allowed).toBe(true)
+    expect(next.results[0]!.remaining).toBe(3)
+    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([1])
+    expect(store.status).toBe('up')
+  })
+})

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto'
+import type { LimiterSpec } from '@sluice/core'
+import type { Policy } from '@sluice/http'
+import { Redis, type RedisOptions } from 'ioredis'
+import { afterAll, describe, inject } from 'vitest'
+
+/** The port of the run's redis-server (see global-setup.ts); `null` when there is none. */
+export const redisPort = inject('redisPort')
+
+/** `describe` that skips (loudly, see global-setup.ts) when no redis-server could be started. */
+export const describeRedis = describe.skipIf(redisPort === null)
+
+const clients: Redis[] = []
+afterAll(async () => {
+  await Promise.all(
+    clients.splice(0).map((client) => client.quit().catch(() => client.disconnect())),
+  )
+})
+
+/** An ioredis client to the run's redis-server (or `port`), closed after the file's tests. */
+export function connect(options: RedisOptions & { port?: number } = {}): Redis {
+  const client = new Redis({ host: '127.0.0.1', port: redisPort ?? 0, ...options })
+  clients.push(client)
+  return client
+}
+
+/** A prefix no other test uses, so tests sharing one redis-server never see each other's keys. */
+export function uniquePrefix(): string {
+  return `test-${randomUUID().slice(0, 8)}:`
+}
+
+type Spec<A extends LimiterSpec['algorithm']> = Omit<
+  Extract<LimiterSpec, { algorithm: A }>,
+  'algorithm'
+>
+
+/**
+ * A validated policy as `@sluice/http` builds them: durations in milliseconds, `limit` and
+ * `windowMs` filled in.
+ */
+export const policy = {
+  tokenBucket: (name: string, spec: Spec<'token-bucket'> & { window: number }): Policy =>
+    timed(name, { algorithm: 'token-bucket', ...spec }),
+  leakyBucket: (name: string, spec: Spec<'leaky-bucket'> & { window: number }): Policy =>
+    timed(name, { algorithm: 'leaky-bucket', ...spec }),
+  fixedWindow: (name: string, spec: Spec<'fixed-window'> & { window: number }): Policy =>
+    timed(name, { algorithm: 'fixed-window', ...spec }),
+  slidingWindow: (name: string, spec: Spec<'sliding-window'> & { window: number }): Policy =>
+    timed(name, { algorithm: 'sliding-window', ...spec }),
+  warmUp: (name: string, spec: Spec<'warm-up'> & { window: number; warmUp: number }): Policy =>
+    timed(name, { algorithm: 'warm-up', ...spec }),
+  concurrency: (name: string, max: number): Policy => ({
+    name,
+    spec: { algorithm: 'concurrency', name, max },
+    limit: max,
+    windowMs: 0,
+  }),
+}
+
+function timed(name: string, spec: LimiterSpec & { limit: number; window: number }): Policy {
+  return { name, spec: { ...spec, name }, limit: spec.limit, windowMs: spec.window }
+}
+
+export const SECOND = 1_000
+export const MINUTE = 60 * SECOND
+export const HOUR = 60 * MINUTE
+export const DAY = 24 * HOUR
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
