@@ -11,9 +11,16 @@ import {
   requireOptions,
 } from './options'
 import { type Paceable, Pacer } from './pacer'
-import type { Clock, FixedWindowOptions, RateLimiter, WaitOptions } from './types'
+import type {
+  Clock,
+  CompactRateLimiter,
+  FixedWindowOptions,
+  RateLimiter,
+  WaitOptions,
+} from './types'
 
-class FixedWindowLimiter implements RateLimiter, Paceable {
+class FixedWindowLimiter implements CompactRateLimiter, Paceable {
+  readonly freshState = -1
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -21,6 +28,12 @@ class FixedWindowLimiter implements RateLimiter, Paceable {
   private window = Number.NEGATIVE_INFINITY
   private count = 0
   private readonly pacer: Pacer
+  /**
+   * Compact state is `(window mod cycle) · (limit + 1) + count`: only the current window's
+   * count matters, so the window number is kept modulo the largest cycle that keeps the
+   * product a safe integer (millions of windows even at a limit of 2^31).
+   */
+  private readonly cycle: number
 
   constructor(name: string, clock: Clock, limit: number, windowMs: number) {
     this.name = name
@@ -28,6 +41,22 @@ class FixedWindowLimiter implements RateLimiter, Paceable {
     this.limit = limit
     this.windowMs = windowMs
     this.pacer = new Pacer(this, clock)
+    this.cycle = Math.floor(Number.MAX_SAFE_INTEGER / (limit + 1))
+  }
+
+  saveState(): number {
+    if (this.count === 0) return this.freshState
+    const residue = ((this.window % this.cycle) + this.cycle) % this.cycle
+    return residue * (this.limit + 1) + this.count
+  }
+
+  loadState(state: number): void {
+    const window = Math.floor(this.clock.now() / this.windowMs)
+    const residue = Math.floor(state / (this.limit + 1))
+    // A count saved in an earlier window (whose residue differs) has expired.
+    const current = state >= 0 && residue === ((window % this.cycle) + this.cycle) % this.cycle
+    this.window = current ? window : Number.NEGATIVE_INFINITY
+    this.count = current ? state - residue * (this.limit + 1) : 0
   }
 
   tryAcquire(permits = 1): boolean {

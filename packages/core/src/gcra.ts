@@ -1,6 +1,6 @@
 import { RateLimitError } from './errors'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
-import type { Clock, RateLimiter, WaitOptions } from './types'
+import type { Clock, CompactRateLimiter, RateLimiter, WaitOptions } from './types'
 
 /** What every GCRA limiter is built from, already validated. */
 export interface GcraConfig {
@@ -205,8 +205,12 @@ export function neverError(name: string, permits: number, capacity: number): Rat
   })
 }
 
-/** Token and leaky bucket: constant interval T and tolerance τ = capacity·T. */
-export class ConstantGcraLimiter extends GcraLimiter {
+/**
+ * Token and leaky bucket: constant interval T and tolerance τ = capacity·T. Compact: the
+ * state is `tat` alone.
+ */
+export class ConstantGcraLimiter extends GcraLimiter implements CompactRateLimiter {
+  readonly freshState = Number.NEGATIVE_INFINITY
   private readonly tau: number
   private readonly tolerance: number
 
@@ -225,6 +229,14 @@ export class ConstantGcraLimiter extends GcraLimiter {
     if (next - now > this.tolerance) return false
     this.tat = next
     return true
+  }
+
+  saveState(): number {
+    return this.tat
+  }
+
+  loadState(state: number): void {
+    this.tat = state
   }
 
   protected intervalAt(): number {

@@ -1,5 +1,6 @@
 export { type BulkheadedOptions, bulkheaded } from './bulkheaded'
 export { ManualClock, systemClock } from './clock'
+export { isCompact } from './compact'
 export { concurrency } from './concurrency'
 export { ALGORITHMS, createLimiter } from './create-limiter'
 export type { AsyncMethodWrapper, Method, MethodWrapper } from './decorate'

@@ -49,6 +49,22 @@ export interface RateLimiter extends Limiter {
   acquire(permits?: number, options?: WaitOptions): Promise<void>
 }
 
+/**
+ * A rate limiter whose whole state, outside of `acquire` waits, is one number. A store
+ * that keeps many keys holds one such number per key and one limiter per policy: it
+ * loads a key's number, decides, and saves the number back, so a key costs a few dozen
+ * bytes instead of a limiter object. Token bucket, leaky bucket and fixed window are
+ * compact; use `isCompact` to tell.
+ */
+export interface CompactRateLimiter extends RateLimiter {
+  /** The state of a limiter nothing has been taken from. */
+  readonly freshState: number
+  /** The current state as one number. */
+  saveState(): number
+  /** Replaces the state with one `saveState` returned (from this limiter or a twin). */
+  loadState(state: number): void
+}
+
 /** A held slot of a concurrency limiter. `using p = limiter.tryEnter()` frees it on scope exit. */
 export interface Permit extends Disposable {
   /** How many permits this holds. */

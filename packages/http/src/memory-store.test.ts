@@ -123,6 +123,20 @@ describe('memoryStore', () => {
     expect(store.inFlight).toBe(0)
   })
 
+  it('refuses two different policies under one name, and shares a budget under one spec', () => {
+    const store = memoryStore()
+    const tight = policyOf({ name: 'api', limit: 1, window: '1m' })
+    const loose = policyOf({ name: 'api', limit: 5, window: '1m' })
+    const twin = policyOf({ name: 'api', limit: 1, window: '1m' })
+    expect(store.take('k', [tight], 1).allowed).toBe(true)
+    expect(store.take('k', [twin], 1).allowed).toBe(false)
+    expect(() => store.take('k', [loose], 1)).toThrow(
+      new TypeError(
+        'memoryStore: two different policies are named "api"; give each policy sharing a store its own name',
+      ),
+    )
+  })
+
   it('validates its options', () => {
     expect(() => memoryStore({ maxKeys: 0 })).toThrow(
       new RangeError('memoryStore: "maxKeys" must be a positive integer, got 0'),

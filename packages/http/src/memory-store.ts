@@ -1,8 +1,11 @@
 import {
   type Clock,
+  type CompactRateLimiter,
   type ConcurrencyLimiter,
   createLimiter,
+  isCompact,
   type RateLimiter,
+  type RateLimiterSpec,
   systemClock,
 } from '@sluice/core'
 import { LRUCache } from 'lru-cache'
@@ -11,7 +14,7 @@ import { describe, positiveInteger } from './validate'
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Most client keys kept with time-based state (an LRU). Default 100,000. */
+  /** Most client keys each time-based policy keeps state for (an LRU). Default 100,000. */
   maxKeys?: number
   /** Time source for the limiters (pass a `ManualClock` in tests). Default `systemClock`. */
   clock?: Clock
@@ -24,16 +27,10 @@ export interface MemoryStore extends Store {
   release(key: string, policy: Policy, lease: Lease): void
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[]
   reset(key: string, policies?: readonly Policy[]): void
-  /** Client keys holding time-based state (at most `maxKeys`). */
+  /** Keys holding time-based state, summed over policies (each keeps at most `maxKeys`). */
   readonly size: number
   /** Concurrency permits currently held, over all keys. */
   readonly inFlight: number
-}
-
-interface TimedEntry {
-  readonly limiters: Map<string, RateLimiter>
-  /** A warm-up limiter's state is its age, so a recreated one would start cold again. */
-  ageless: boolean
 }
 
 interface HeldSlots {
@@ -44,20 +41,132 @@ interface HeldSlots {
 const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency'
 
 /**
- * Keeps per-key limiters in this process: an LRU (`lru-cache`) of limiters created lazily
- * from each policy's spec, bounded by `maxKeys`, with no timers.
+ * The time one store operation sees. The store reads the real clock once per operation
+ * and every limiter and TTL check inside it reads this copy: one clock read per decision
+ * (most of a decision's cost), and one consistent instant for all of a request's policies.
+ */
+class OperationClock implements Clock {
+  time = 0
+  readonly #source: Clock
+
+  constructor(source: Clock) {
+    this.#source = source
+  }
+
+  now(): number {
+    return this.time
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.#source.sleep(ms, signal)
+  }
+}
+
+/**
+ * One time-based policy's keys. Compact policies (token bucket, leaky bucket, fixed
+ * window) keep one number per key and decide with a single shared limiter; the others
+ * keep a limiter per key.
+ */
+class PolicyTable {
+  readonly policy: Policy
+  readonly #spec: string
+  readonly #compact: CompactRateLimiter | undefined
+  readonly #clock: Clock
+  readonly #entries: LRUCache<string, number | RateLimiter>
+  /** A warm-up limiter's state is its age, so a recreated one would start cold again. */
+  readonly #ageless: boolean
+
+  constructor(policy: Policy, clock: OperationClock, maxKeys: number, origin: number) {
+    this.policy = policy
+    this.#spec = JSON.stringify(policy.spec)
+    this.#clock = clock
+    const shared = createLimiter(policy.spec as RateLimiterSpec, clock)
+    this.#compact = isCompact(shared) ? shared : undefined
+    this.#ageless = policy.spec.algorithm === 'warm-up'
+    this.#entries = new LRUCache<string, number | RateLimiter>({
+      max: maxKeys,
+      // A positive ttlResolution would cache now() behind a setTimeout: no timers here.
+      ttlResolution: 0,
+      // TTLs are measured on the limiters' clock. lru-cache reads a start time of 0 as
+      // "no TTL", so times are shifted to start at 1.
+      perf: { now: () => clock.time - origin + 1 },
+    })
+  }
+
+  get size(): number {
+    return this.#entries.size
+  }
+
+  /** Whether `policy` is the one this table was made for (same name, same spec). */
+  accepts(policy: Policy): boolean {
+    return policy === this.policy || JSON.stringify(policy.spec) === this.#spec
+  }
+
+  /** The key's limiter, loaded with its state (fresh when the key is unknown or expired). */
+  load(key: string): RateLimiter {
+    const limiter = this.loadKnown(key)
+    if (limiter !== undefined) return limiter
+    const compact = this.#compact
+    if (compact !== undefined) {
+      compact.loadState(compact.freshState)
+      return compact
+    }
+    const fresh = createLimiter(this.policy.spec as RateLimiterSpec, this.#clock)
+    // Stored at once: a warm-up limiter's age counts from its first sight.
+    if (this.#ageless) this.#entries.set(key, fresh, { ttl: 0 })
+    return fresh
+  }
+
+  /**
+   * The key's limiter loaded with its state, or `undefined` when the key has none. Reading
+   * through the LRU drops an expired entry, so it no longer counts toward `size`.
+   */
+  loadKnown(key: string): RateLimiter | undefined {
+    const entry = this.#entries.get(key)
+    if (entry === undefined || typeof entry !== 'number') return entry
+    this.#compact!.loadState(entry)
+    return this.#compact
+  }
+
+  /**
+   * Stores what `load` returned after a change, with a TTL equal to the time until the
+   * limiter is fresh again, so the entry can only expire once expiry loses nothing.
+   */
+  save(key: string, limiter: RateLimiter): void {
+    if (this.#ageless) {
+      this.#entries.set(key, limiter, { ttl: 0 })
+      return
+    }
+    // lru-cache wants a positive integer; 0 would mean "never expires".
+    const ttl = Math.max(1, Math.ceil(limiter.resetMs()))
+    const compact = this.#compact
+    this.#entries.set(key, compact === undefined ? limiter : compact.saveState(), { ttl })
+  }
+
+  delete(key: string): void {
+    this.#entries.delete(key)
+  }
+}
+
+/**
+ * Keeps per-key limiter state in this process: per policy, an LRU (`lru-cache`) bounded by
+ * `maxKeys`, with no timers.
  *
- * - An entry expires (by TTL, checked on access) only once every limiter in it is back to
- *   fresh, so expiry never hands out extra permits. Warm-up entries never expire by TTL:
- *   their state is their age.
+ * - Token bucket, leaky bucket and fixed window keep one number per key (a few dozen bytes
+ *   with the LRU's bookkeeping); sliding window and warm-up keep a limiter per key.
+ * - An entry expires (by TTL, checked on access) only once its limiter is back to fresh,
+ *   so expiry never hands out extra permits. Warm-up entries never expire by TTL: their
+ *   state is their age.
  * - Concurrency slots live outside the LRU and only while held, so a key with requests in
  *   flight is never dropped, and their memory is bounded by the requests in flight.
- * - When the LRU is full, a new key evicts the least recently used one and that key starts
- *   over with a fresh budget. A hot key is used constantly, so it stays at the recent end
- *   and is only evicted if more than `maxKeys` other keys arrive between two of its
- *   requests: a flood of spoofed keys cannot push out a client that keeps talking unless
- *   it outpaces that client by `maxKeys` to one. Size `maxKeys` above the distinct clients
- *   you expect within one window.
+ * - When a policy's LRU is full, a new key evicts the least recently used one and that key
+ *   starts over with a fresh budget. A hot key is used constantly, so it stays at the
+ *   recent end and is only evicted if more than `maxKeys` other keys arrive between two of
+ *   its requests: a flood of spoofed keys cannot push out a client that keeps talking
+ *   unless it outpaces that client by `maxKeys` to one. Size `maxKeys` above the distinct
+ *   clients you expect within one window.
+ * - Policies are told apart by name: two different specs under one name in one store are
+ *   refused with a TypeError.
  *
  * @example
  * ```ts
@@ -78,27 +187,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 }
 
 class InMemoryStore implements MemoryStore {
-  readonly #clock: Clock
-  readonly #timed: LRUCache<string, TimedEntry>
+  readonly #source: Clock
+  readonly #clock: OperationClock
+  readonly #origin: number
+  readonly #maxKeys: number
+  readonly #tables = new Map<string, PolicyTable>()
   readonly #held = new Map<string, Map<string, HeldSlots>>()
   #inFlight = 0
   #leaseSeq = 0
 
   constructor(maxKeys: number, clock: Clock) {
-    this.#clock = clock
-    const origin = clock.now()
-    this.#timed = new LRUCache<string, TimedEntry>({
-      max: maxKeys,
-      // A positive ttlResolution would cache now() behind a setTimeout: no timers here.
-      ttlResolution: 0,
-      // TTLs are measured on the limiters' clock. lru-cache reads a start time of 0 as
-      // "no TTL", so times are shifted to start at 1.
-      perf: { now: () => clock.now() - origin + 1 },
-    })
+    this.#source = clock
+    this.#clock = new OperationClock(clock)
+    this.#origin = clock.now()
+    this.#maxKeys = maxKeys
   }
 
   get size(): number {
-    return this.#timed.size
+    let size = 0
+    for (const table of this.#tables.values()) size += table.size
+    return size
   }
 
   get inFlight(): number {
@@ -106,10 +214,14 @@ class InMemoryStore implements MemoryStore {
   }
 
   take(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    if (policies.length === 1) return this.#takeOne(key, policies, cost)
-    const entry = this.#entry(key, policies)
-    const limiters = policies.map((policy) =>
-      isConcurrency(policy) ? this.#slots(key, policy).limiter : this.#limiter(entry!, policy),
+    this.#clock.time = this.#source.now()
+    if (policies.length === 1) return this.#takeOne(key, policies[0]!, cost)
+    const tables = policies.map((policy) =>
+      isConcurrency(policy) ? undefined : this.#table(policy),
+    )
+    // Each policy has its own table (and compact limiter), so all can be loaded at once.
+    const limiters = policies.map((policy, i) =>
+      isConcurrency(policy) ? this.#slots(key, policy).limiter : tables[i]!.load(key),
     )
     // Single-threaded: check every policy first, then take from all; nothing can change
     // in between, so a rejection normally has nothing to undo.
@@ -133,8 +245,10 @@ class InMemoryStore implements MemoryStore {
           else this.release(key, policies[i]!, lease)
         }
         leases.length = 0
-      } else if (entry !== undefined) {
-        this.#touch(key, entry)
+      } else {
+        for (let i = 0; i < policies.length; i++) {
+          tables[i]?.save(key, limiters[i] as RateLimiter)
+        }
       }
     }
     this.#dropIdleSlots(key, policies)
@@ -146,31 +260,34 @@ class InMemoryStore implements MemoryStore {
     }
   }
 
-  #takeOne(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    const policy = policies[0]!
+  #takeOne(key: string, policy: Policy, cost: number): TakeResult {
     if (isConcurrency(policy)) {
       const slots = this.#slots(key, policy)
       const allowed = slots.limiter.tryAcquire(cost)
       const lease = allowed ? this.#lease(key, policy, cost) : undefined
-      if (!allowed) this.#dropIdleSlots(key, policies)
+      if (!allowed) this.#dropIdleSlots(key, [policy])
       return {
         allowed,
         results: [this.#result(policy, slots.limiter, allowed, allowed, cost, lease)],
       }
     }
-    const entry = this.#timed.get(key) ?? { limiters: new Map(), ageless: false }
-    const limiter = this.#limiter(entry, policy)
+    const table = this.#table(policy)
+    const limiter = table.load(key)
     const allowed = limiter.tryAcquire(cost)
-    if (allowed) this.#touch(key, entry)
+    if (allowed) table.save(key, limiter)
     return { allowed, results: [this.#result(policy, limiter, allowed, allowed, cost, undefined)] }
   }
 
   refund(key: string, policies: readonly Policy[], cost: number): void {
-    const entry = this.#timed.get(key)
-    // No entry means the key expired (it was fresh) or was evicted: nothing to give back.
-    if (entry === undefined) return
+    this.#clock.time = this.#source.now()
     for (const policy of policies) {
-      if (!isConcurrency(policy)) entry.limiters.get(policy.name)?.refund(cost)
+      if (isConcurrency(policy)) continue
+      const table = this.#table(policy)
+      const limiter = table.loadKnown(key)
+      // No entry means the key expired (it was fresh) or was evicted: nothing to give back.
+      if (limiter === undefined) continue
+      limiter.refund(cost)
+      table.save(key, limiter)
     }
   }
 
@@ -183,11 +300,11 @@ class InMemoryStore implements MemoryStore {
   }
 
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[] {
-    const entry = this.#timed.peek(key)
+    this.#clock.time = this.#source.now()
     return policies.map((policy) => {
       const limiter = isConcurrency(policy)
-        ? (this.#held.get(key)?.get(policy.name)?.limiter ?? this.#fresh(policy))
-        : (entry?.limiters.get(policy.name) ?? this.#fresh(policy))
+        ? (this.#held.get(key)?.get(policy.name)?.limiter ?? this.#freshSlots(policy))
+        : this.#table(policy).load(key)
       const allowed = limiter.availablePermits() >= 1
       return this.#result(policy, limiter, allowed, allowed, 1, undefined)
     })
@@ -196,56 +313,38 @@ class InMemoryStore implements MemoryStore {
   reset(key: string, policies?: readonly Policy[]): void {
     const held = this.#held.get(key)
     if (policies === undefined) {
-      this.#timed.delete(key)
+      for (const table of this.#tables.values()) table.delete(key)
       for (const slots of held?.values() ?? []) this.#inFlight -= slots.limiter.inFlight
       this.#held.delete(key)
       return
     }
-    const entry = this.#timed.peek(key)
     for (const policy of policies) {
-      entry?.limiters.delete(policy.name)
+      this.#tables.get(policy.name)?.delete(key)
       const slots = held?.get(policy.name)
       if (slots !== undefined) {
         this.#inFlight -= slots.limiter.inFlight
         held!.delete(policy.name)
       }
     }
-    if (entry !== undefined && entry.limiters.size === 0) this.#timed.delete(key)
     if (held !== undefined && held.size === 0) this.#held.delete(key)
   }
 
-  /** The key's entry (created, not yet stored, when missing or expired), if any policy is timed. */
-  #entry(key: string, policies: readonly Policy[]): TimedEntry | undefined {
-    if (!policies.some((policy) => !isConcurrency(policy))) return undefined
-    return this.#timed.get(key) ?? { limiters: new Map(), ageless: false }
-  }
-
-  #limiter(entry: TimedEntry, policy: Policy): RateLimiter {
-    let limiter = entry.limiters.get(policy.name)
-    if (limiter === undefined) {
-      limiter = this.#fresh(policy) as RateLimiter
-      entry.limiters.set(policy.name, limiter)
-      if (policy.spec.algorithm === 'warm-up') entry.ageless = true
+  /** The policy's table, made on first use; a different spec under a known name is refused. */
+  #table(policy: Policy): PolicyTable {
+    const table = this.#tables.get(policy.name)
+    if (table !== undefined) {
+      if (table.policy === policy || table.accepts(policy)) return table
+      throw new TypeError(
+        `memoryStore: two different policies are named "${policy.name}"; give each policy sharing a store its own name`,
+      )
     }
-    return limiter
+    const made = new PolicyTable(policy, this.#clock, this.#maxKeys, this.#origin)
+    this.#tables.set(policy.name, made)
+    return made
   }
 
-  #fresh(policy: Policy): RateLimiter | ConcurrencyLimiter {
-    return createLimiter(policy.spec, this.#clock) as RateLimiter | ConcurrencyLimiter
-  }
-
-  /**
-   * Stores the entry after a take with a TTL equal to the time until every limiter in it
-   * is fresh again, so it can only expire once expiry loses nothing.
-   */
-  #touch(key: string, entry: TimedEntry): void {
-    let ttl = 0
-    if (!entry.ageless) {
-      for (const limiter of entry.limiters.values()) ttl = Math.max(ttl, limiter.resetMs())
-      // lru-cache wants a positive integer; 0 would mean "never expires".
-      ttl = Math.max(1, Math.ceil(ttl))
-    }
-    this.#timed.set(key, entry, { ttl })
+  #freshSlots(policy: Policy): ConcurrencyLimiter {
+    return createLimiter(policy.spec, this.#clock) as ConcurrencyLimiter
   }
 
   #slots(key: string, policy: Policy): HeldSlots {
@@ -256,7 +355,7 @@ class InMemoryStore implements MemoryStore {
     }
     let slots = byPolicy.get(policy.name)
     if (slots === undefined) {
-      slots = { limiter: this.#fresh(policy) as ConcurrencyLimiter, leases: new Set() }
+      slots = { limiter: this.#freshSlots(policy), leases: new Set() }
       byPolicy.set(policy.name, slots)
     }
     return slots
