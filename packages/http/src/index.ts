@@ -24,3 +24,4 @@ export {
   type WaitOptions,
 } from './rate-limit-engine'
 export type * from './store'
+export { emitWarning, enabledChecks, type ValidateOption } from './warnings'

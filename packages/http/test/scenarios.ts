@@ -87,6 +87,14 @@ export interface AdapterHarness {
   header(req: unknown, name: string): string | undefined
   /** The response status from what `refundWhen(req, res)` receives. */
   status(req: unknown, res: unknown): number
+  /**
+   * How header lines reach the wire. `'as-set'` (default): with the case and in the order
+   * the middleware set them (Node's `res.setHeader`). `'fetch'`: the adapter answers with a
+   * Fetch `Response`, whose `Headers` lower-case every name and iterate them sorted, so
+   * the byte-exact checks compare names case-insensitively and ignore the order of
+   * different names (values are still compared exactly).
+   */
+  headerLines?: 'as-set' | 'fetch'
 }
 
 export interface Reply {
@@ -179,12 +187,34 @@ export async function until(condition: () => boolean, what: string): Promise<voi
 /** Lets queued I/O callbacks (a response's 'finish') run before the next request. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 10))
 
-/** The named raw header lines of a reply, in order. */
-function lines(res: Reply, ...names: string[]): string[] {
-  const wanted = names.map((n) => n.toLowerCase())
-  return res.raw
-    .filter(([name]) => wanted.includes(name.toLowerCase()))
-    .map(([n, v]) => `${n}: ${v}`)
+/** The order in which the header writers set their headers (see `AdapterHarness.headerLines`). */
+const WRITE_ORDER = [
+  'ratelimit-policy',
+  'ratelimit',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'retry-after',
+]
+
+/**
+ * The named raw header lines of a reply. `'as-set'`: names and order exactly as sent.
+ * `'fetch'`: a Fetch `Headers` object lower-cases names and sorts them, so names are
+ * matched case-insensitively and shown as asked for, and lines are put back in the
+ * writers' order; values, and the order of a name's repeated lines, stay as sent.
+ */
+function headerLines(res: Reply, names: string[], mode: 'as-set' | 'fetch'): string[] {
+  const wanted = new Map(names.map((n) => [n.toLowerCase(), n]))
+  const picked = res.raw.filter(([name]) => wanted.has(name.toLowerCase()))
+  if (mode === 'as-set') return picked.map(([n, v]) => `${n}: ${v}`)
+  const rank = (name: string) => WRITE_ORDER.indexOf(name.toLowerCase())
+  return picked
+    .slice()
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([n, v]) => `${wanted.get(n.toLowerCase())}: ${v}`)
 }
 
 const RATE_LIMIT_HEADERS = [
@@ -208,6 +238,8 @@ const RATE_LIMIT_HEADERS = [
  * ```
  */
 export function runAdapterScenarios(harness: AdapterHarness): void {
+  const lines = (res: Reply, ...names: string[]) =>
+    headerLines(res, names, harness.headerLines ?? 'as-set')
   const running: RunningServer[] = []
   const serve = async (app: AppSpec) => {
     const server = await harness.start(app)

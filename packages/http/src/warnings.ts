@@ -1,0 +1,79 @@
+import { describe } from './validate'
+
+/**
+ * The `validate` option of an adapter's middleware: which one-time configuration checks
+ * run (all by default). `false` turns them all off; an object turns single ones off.
+ *
+ * @example
+ * ```ts
+ * const quiet: ValidateOption<'xForwardedFor' | 'trustProxy'> = { xForwardedFor: false }
+ * ```
+ */
+export type ValidateOption<Check extends string = string> =
+  | boolean
+  | { readonly [K in Check]?: boolean }
+
+/**
+ * Resolves a `validate` option into the set of checks to run. An adapter deletes a check
+ * from the set once it has looked at it, so each suspicious setup is reported at most once
+ * and a quiet middleware pays for one `size` test per request.
+ *
+ * @example
+ * ```ts
+ * const pending = enabledChecks('rateLimit', options.validate, ['xForwardedFor', 'trustProxy'])
+ * if (pending.delete('trustProxy') && proxyIsPermissive) emitWarning('rateLimit', code, text)
+ * ```
+ */
+export function enabledChecks<Check extends string>(
+  factory: string,
+  option: unknown,
+  checks: readonly Check[],
+): Set<Check> {
+  if (option === undefined || option === true) return new Set(checks)
+  if (option === false) return new Set()
+  if (typeof option !== 'object' || option === null || Array.isArray(option)) {
+    throw new TypeError(
+      `${factory}: "validate" must be a boolean or an object, got ${describe(option)}`,
+    )
+  }
+  const switches = option as Record<string, unknown>
+  for (const [name, value] of Object.entries(switches)) {
+    if (!(checks as readonly string[]).includes(name)) {
+      throw new TypeError(
+        `${factory}: unknown check "validate.${name}" (known: ${checks.join(', ')})`,
+      )
+    }
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new TypeError(
+        `${factory}: "validate.${name}" must be a boolean, got ${describe(value)}`,
+      )
+    }
+  }
+  return new Set(checks.filter((check) => switches[check] !== false))
+}
+
+interface WarningProcess {
+  emitWarning(message: string, options: { type: string; code: string }): void
+}
+
+/**
+ * Reports a legal but suspicious setup, or a failure that has no request left to fail, as
+ * a `SluiceWarning` with a stable `code`. It logs rather than throws: a misconfigured
+ * proxy must not take the service down. Uses `process.emitWarning` where there is one
+ * (Node, Bun, Deno), so `--no-warnings` and `process.on('warning')` apply, and
+ * `console.warn` elsewhere (a Cloudflare Worker without `nodejs_compat`).
+ *
+ * @example
+ * ```ts
+ * emitWarning('rateLimit', 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY', 'X-Forwarded-For arrived ...')
+ * ```
+ */
+export function emitWarning(factory: string, code: string, message: string): void {
+  const text = `${factory}: ${message}`
+  const host = (globalThis as { process?: Partial<WarningProcess> }).process
+  if (typeof host?.emitWarning === 'function') {
+    host.emitWarning(text, { type: 'SluiceWarning', code })
+  } else {
+    console.warn(`SluiceWarning [${code}]: ${text}`)
+  }
+}
