@@ -26,6 +26,11 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   private readonly counts: Float64Array
   private readonly generations: Float64Array
   private readonly pacer: Pacer
+  // The sum of the rolling window as of `cachedGeneration`: it only changes when a slot
+  // boundary passes or permits are taken or refunded, so a burst of decisions within one
+  // slot sums the ring once instead of on every call.
+  private cachedGeneration = Number.NaN
+  private cachedUsed = 0
 
   constructor(name: string, clock: Clock, limit: number, windowMs: number, slots: number) {
     this.name = name
@@ -51,12 +56,15 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   }
 
   private usedAt(generation: number): number {
+    if (generation === this.cachedGeneration) return this.cachedUsed
     const oldest = generation - this.slots
     const { counts, generations } = this
     let used = 0
     for (let i = 0; i < counts.length; i++) {
       if ((generations[i] as number) >= oldest) used += counts[i] as number
     }
+    this.cachedGeneration = generation
+    this.cachedUsed = used
     return used
   }
 
@@ -79,6 +87,8 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
       this.counts[index] = 0
     }
     this.counts[index] = (this.counts[index] as number) + permits
+    // usedAt(generation) just ran, so the cache holds this generation's sum.
+    this.cachedUsed += permits
     return true
   }
 
@@ -139,6 +149,7 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
       this.counts[index] = count - back
       left -= back
     }
+    this.cachedGeneration = Number.NaN
     if (this.pacer.size !== 0) this.pacer.drain()
   }
 
