@@ -12,8 +12,8 @@ const servers: Server[] = []
 const listen = Server.prototype.listen
 Server.prototype.listen = function (this: Server, ...args: unknown[]) {
   servers.push(this)
-  const callback = args.find((arg) => typeof arg === 'function')
-  return listen.call(this, 0, '127.0.0.1', callback as () => void)
+  const callback = args.find((arg) => typeof arg === 'function') as (() => void) | undefined
+  return listen.call(this, { port: 0, host: '127.0.0.1' }, callback)
 } as typeof Server.prototype.listen
 
 const file = process.argv[2]
