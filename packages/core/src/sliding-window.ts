@@ -19,13 +19,15 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   readonly windowMs: number
   readonly slots: number
   private readonly clock: Clock
-  // A ring of slots + 1 buckets, each a count and the generation (absolute slot number)
-  // it belongs to. The rolling window (now − window, now] overlaps the current slot and,
-  // partly, the `slots` before it; generations older than that are ignored, and a bucket
-  // is reset when a new generation claims it. Memory is fixed, whatever the traffic.
-  private readonly counts: Float64Array
-  private readonly generations: Float64Array
-  private readonly pacer: Pacer
+  // A ring of slots + 1 counts for consecutive generations (absolute slot numbers), the
+  // newest being `head`. The rolling window (now − window, now] overlaps the current slot
+  // and, partly, the `slots` before it; older generations are ignored, and moving `head`
+  // forward zeroes the buckets it claims. Memory is fixed, whatever the traffic: a plain
+  // array of small integers and one number, so a store can keep many keys.
+  private readonly counts: number[]
+  private head = Number.NEGATIVE_INFINITY
+  // Made on the first `acquire`: most limiters (one per client key in a store) never wait.
+  private pacer: Pacer | undefined
   // The sum of the rolling window as of `cachedGeneration`: it only changes when a slot
   // boundary passes or permits are taken or refunded, so a burst of decisions within one
   // slot sums the ring once instead of on every call.
@@ -38,9 +40,7 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     this.limit = limit
     this.windowMs = windowMs
     this.slots = slots
-    this.counts = new Float64Array(slots + 1)
-    this.generations = new Float64Array(slots + 1).fill(Number.NEGATIVE_INFINITY)
-    this.pacer = new Pacer(this, clock)
+    this.counts = new Array<number>(slots + 1).fill(0)
   }
 
   // Multiplying before dividing keeps slot boundaries exact for integral windows.
@@ -48,24 +48,43 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     return Math.floor((ms * this.slots) / this.windowMs)
   }
 
-  /** Permits counted in generation `generation`, or 0 if its bucket was reused. */
-  private countOf(generation: number): number {
+  private indexOf(generation: number): number {
     const ring = this.counts.length
-    const index = ((generation % ring) + ring) % ring
-    return this.generations[index] === generation ? (this.counts[index] as number) : 0
+    return ((generation % ring) + ring) % ring
+  }
+
+  /** The count of `generation`, or 0 when the ring no longer (or not yet) holds it. */
+  private countOf(generation: number): number {
+    if (generation > this.head || generation <= this.head - this.counts.length) return 0
+    return this.counts[this.indexOf(generation)] as number
   }
 
   private usedAt(generation: number): number {
     if (generation === this.cachedGeneration) return this.cachedUsed
-    const oldest = generation - this.slots
-    const { counts, generations } = this
+    const newest = Math.min(generation, this.head)
     let used = 0
-    for (let i = 0; i < counts.length; i++) {
-      if ((generations[i] as number) >= oldest) used += counts[i] as number
+    for (
+      let g = Math.max(generation - this.slots, this.head - this.counts.length + 1);
+      g <= newest;
+      g++
+    ) {
+      used += this.counts[this.indexOf(g)] as number
     }
     this.cachedGeneration = generation
     this.cachedUsed = used
     return used
+  }
+
+  /** Moves `head` forward to `generation`, zeroing the buckets of the generations it claims. */
+  private claim(generation: number): void {
+    if (generation <= this.head) return
+    const first = Math.max(this.head + 1, generation - this.counts.length + 1)
+    for (let g = first; g <= generation; g++) this.counts[this.indexOf(g)] = 0
+    this.head = generation
+  }
+
+  private get waiting(): boolean {
+    return this.pacer !== undefined && this.pacer.size !== 0
   }
 
   tryAcquire(permits = 1): boolean {
@@ -73,27 +92,24 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
       throw invalidPermits('slidingWindow.tryAcquire', permits)
     }
     // Queued waiters go first (FIFO): a stream of tryAcquire calls cannot starve them.
-    if (this.pacer.size !== 0) return false
+    if (this.waiting) return false
     return this.take(permits)
   }
 
   take(permits: number): boolean {
     const generation = this.generationAt(this.clock.now())
     if (this.usedAt(generation) + permits > this.limit) return false
-    const ring = this.counts.length
-    const index = ((generation % ring) + ring) % ring
-    if (this.generations[index] !== generation) {
-      this.generations[index] = generation
-      this.counts[index] = 0
-    }
+    // Claiming zeroes only generations older than the window, which usedAt did not count,
+    // so the cached sum stays right once the permits are added to it.
+    this.claim(generation)
+    const index = this.indexOf(generation)
     this.counts[index] = (this.counts[index] as number) + permits
-    // usedAt(generation) just ran, so the cache holds this generation's sum.
     this.cachedUsed += permits
     return true
   }
 
   availablePermits(): number {
-    if (this.pacer.size !== 0) return 0
+    if (this.waiting) return 0
     const free = this.limit - this.usedAt(this.generationAt(this.clock.now()))
     return Math.max(free, 0)
   }
@@ -117,7 +133,6 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     return this.untilGeneration(ms, generation + this.slots + 1)
   }
 
-  /** Milliseconds from `ms` until generation `target` begins, as the clock adds them up. */
   private untilGeneration(ms: number, target: number): number {
     let delay = (target * this.windowMs) / this.slots - ms
     for (let attempt = 0; attempt < 64 && this.generationAt(ms + delay) < target; attempt++) {
@@ -138,19 +153,17 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   refund(permits = 1): void {
     if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.refund', permits)
     const generation = this.generationAt(this.clock.now())
-    const ring = this.counts.length
     let left = permits
     // Newest first: the permits most likely to be the ones being handed back.
     for (let g = generation; g >= generation - this.slots && left > 0; g--) {
-      const index = ((g % ring) + ring) % ring
-      if (this.generations[index] !== g) continue
-      const count = this.counts[index] as number
+      const count = this.countOf(g)
+      if (count === 0) continue
       const back = Math.min(count, left)
-      this.counts[index] = count - back
+      this.counts[this.indexOf(g)] = count - back
       left -= back
     }
     this.cachedGeneration = Number.NaN
-    if (this.pacer.size !== 0) this.pacer.drain()
+    if (this.waiting) this.pacer!.drain()
   }
 
   async acquire(permits = 1, options?: WaitOptions): Promise<void> {
@@ -159,6 +172,7 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     const { timeoutMs, signal } = readWaitOptions(method, options)
     signal?.throwIfAborted()
     if (permits > this.limit) throw neverError(this.name, permits, this.limit)
+    this.pacer ??= new Pacer(this, this.clock)
     return this.pacer.wait(permits, timeoutMs, signal)
   }
 }
