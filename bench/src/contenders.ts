@@ -1,0 +1,419 @@
+import { createRequire } from 'node:module'
+import {
+  type Clock,
+  concurrency,
+  fixedWindow,
+  type Limiter,
+  leakyBucket,
+  slidingWindow,
+  systemClock,
+  tokenBucket,
+  warmUpTokenBucket,
+} from '@sluice/core'
+import { compilePolicies, memoryStore, type RateAlgorithm, type TakeResult } from '@sluice/http'
+import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
+import {
+  type ClientRateLimitInfo as HonoClientInfo,
+  MemoryStore as HonoMemoryStore,
+} from 'hono-rate-limiter'
+import { RateLimiter as LimiterRateLimiter, TokenBucket as LimiterTokenBucket } from 'limiter'
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
+import { HOT_RATE, KEYED_RATE, PACED_RATE } from './config'
+import { inlineGcra, inlineGcraScalar } from './floor'
+
+/** A limit: `limit` permits per `windowMs`. */
+export interface Rate {
+  readonly limit: number
+  readonly windowMs: number
+}
+
+/** What a contender is built with. */
+export interface BuildOptions {
+  /** Clients expected: the sluice memory store's `maxKeys`. */
+  readonly keys: number
+  /** Time source of sluice limiters (peers read the global clocks). Default `systemClock`. */
+  readonly clock?: Clock
+}
+
+/** One live limiter under test. `call` is what is timed; `admitted` reads its answer. */
+export interface Instance<R = unknown> {
+  call(key: string): R | Promise<R>
+  admitted(result: R): boolean
+  /** Whether a rejected promise from `call` is the library's way of saying "refused". */
+  refusal?(error: unknown): boolean
+}
+
+/** Which scenarios a contender takes part in. */
+export type Shape = 'hot' | 'keyed'
+
+/** Who a contender stands for: the floor, sluice, or a peer library. */
+export type Side = 'floor' | 'sluice' | 'peer'
+
+/** A limiter configuration measured in the decision-cost, memory and exactness sections. */
+export interface Contender {
+  readonly id: string
+  readonly label: string
+  /** What the limiter is, without how it is called: for tables of outcomes. */
+  readonly short: string
+  readonly side: Side
+  /** The npm package measured, for the versions table. */
+  readonly pkg: string
+  readonly shapes: readonly Shape[]
+  /** For sluice: the algorithm, to pick its configuration and to group the report. */
+  readonly algorithm?: RateAlgorithm | 'concurrency'
+  create(rate: Rate, options: BuildOptions): Instance
+}
+
+function define<R>(
+  contender: Omit<Contender, 'create'> & {
+    create(rate: Rate, options: BuildOptions): Instance<R>
+  },
+): Contender {
+  return contender as Contender
+}
+
+const identity = (allowed: boolean): boolean => allowed
+const takeAllowed = (taken: TakeResult): boolean => taken.allowed
+const withinLimit =
+  (limit: number) =>
+  (info: { totalHits: number }): boolean =>
+    info.totalHits <= limit
+
+/** The five time-based sluice algorithms, as direct limiters. */
+const DIRECT: Record<RateAlgorithm, (rate: Rate, clock: Clock) => Limiter> = {
+  'token-bucket': (rate, clock) => tokenBucket({ limit: rate.limit, window: rate.windowMs, clock }),
+  'leaky-bucket': (rate, clock) => leakyBucket({ limit: rate.limit, window: rate.windowMs, clock }),
+  'sliding-window': (rate, clock) =>
+    slidingWindow({ limit: rate.limit, window: rate.windowMs, clock }),
+  'fixed-window': (rate, clock) => fixedWindow({ limit: rate.limit, window: rate.windowMs, clock }),
+  'warm-up': (rate, clock) =>
+    warmUpTokenBucket({ limit: rate.limit, window: rate.windowMs, warmUp: WARM_UP_MS, clock }),
+}
+
+/**
+ * The warm-up limiter's ramp, short so that the limiters measured are warm (the state
+ * a long-running service is in) and the exactness run sees the end of the ramp.
+ */
+export const WARM_UP_MS = 1000
+
+export const SLUICE_ALGORITHMS = Object.keys(DIRECT) as RateAlgorithm[]
+
+function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
+  const create = DIRECT[algorithm]
+  return [
+    define<boolean>({
+      id: `sluice/${algorithm}`,
+      label: `sluice ${algorithm} · tryAcquire`,
+      short: `sluice ${algorithm}`,
+      side: 'sluice',
+      pkg: '@sluice/core',
+      shapes: ['hot'],
+      algorithm,
+      create(rate, options) {
+        const limiter = create(rate, options.clock ?? systemClock)
+        return { call: () => limiter.tryAcquire(), admitted: identity }
+      },
+    }),
+    define<boolean>({
+      id: `sluice/${algorithm}@map`,
+      label: `sluice ${algorithm} · Map of limiters`,
+      short: `sluice ${algorithm}`,
+      side: 'sluice',
+      pkg: '@sluice/core',
+      shapes: ['keyed'],
+      algorithm,
+      create(rate, options) {
+        const clock = options.clock ?? systemClock
+        const limiters = new Map<string, Limiter>()
+        return {
+          call(key) {
+            let limiter = limiters.get(key)
+            if (limiter === undefined) {
+              limiter = create(rate, clock)
+              limiters.set(key, limiter)
+            }
+            return limiter.tryAcquire()
+          },
+          admitted: identity,
+        }
+      },
+    }),
+    define<TakeResult>({
+      id: `sluice/${algorithm}@store`,
+      label: `sluice ${algorithm} · memoryStore.take`,
+      short: `sluice ${algorithm} (memory store)`,
+      side: 'sluice',
+      pkg: '@sluice/http',
+      shapes: ['hot', 'keyed'],
+      algorithm,
+      create(rate, options) {
+        const policies = compilePolicies(
+          {
+            algorithm,
+            limit: rate.limit,
+            window: rate.windowMs,
+            ...(algorithm === 'warm-up' ? { warmUp: WARM_UP_MS } : {}),
+          },
+          'bench',
+        )
+        // Sized to the clients, as a deployment would be: no evictions (they would measure
+        // the LRU's churn, not the limiter), and no slots preallocated for clients that never come.
+        const store = memoryStore({ maxKeys: options.keys, clock: options.clock ?? systemClock })
+        return { call: (key) => store.take(key, policies, 1), admitted: takeAllowed }
+      },
+    }),
+  ]
+}
+
+const require = createRequire(import.meta.url)
+
+interface KoaMemoryEntry {
+  readonly remaining: number
+}
+type KoaMemoryLimiter = new (options: {
+  id: string
+  db: Map<string, unknown>
+  max: number
+  duration: number
+}) => { get(): Promise<KoaMemoryEntry> }
+
+/**
+ * koa-ratelimit's memory driver, loaded afresh: it reads `Date.now()` and
+ * `process.hrtime()` once at load time as its time base, so under fake timers it must be
+ * loaded after they are installed.
+ */
+function loadKoaMemoryLimiter(): KoaMemoryLimiter {
+  const path = require.resolve('koa-ratelimit/limiter/memory.js')
+  delete require.cache[path]
+  return require(path) as KoaMemoryLimiter
+}
+
+/**
+ * Everything measured, in report order: the floor, the six sluice algorithms (direct,
+ * keyed through a Map, keyed through the memory store), then each peer's fastest
+ * in-memory path as its own middleware uses it.
+ */
+export const CONTENDERS: readonly Contender[] = [
+  define<boolean>({
+    id: 'floor/gcra-map',
+    label: 'floor: inline GCRA on Map<string, number>',
+    short: 'floor: inline GCRA',
+    side: 'floor',
+    pkg: '(inline)',
+    shapes: ['hot', 'keyed'],
+    create(rate) {
+      const decide = inlineGcra(rate.limit, rate.windowMs)
+      return { call: decide, admitted: identity }
+    },
+  }),
+  define<boolean>({
+    id: 'floor/gcra-scalar',
+    label: 'floor: inline GCRA on one object field',
+    short: 'floor: inline GCRA (one field)',
+    side: 'floor',
+    pkg: '(inline)',
+    shapes: ['hot'],
+    create(rate) {
+      const decide = inlineGcraScalar(rate.limit, rate.windowMs)
+      return { call: () => decide(), admitted: identity }
+    },
+  }),
+  ...SLUICE_ALGORITHMS.flatMap(sluiceContenders),
+  define<boolean>({
+    id: 'sluice/concurrency',
+    label: 'sluice concurrency · tryAcquire + release',
+    short: 'sluice concurrency',
+    side: 'sluice',
+    pkg: '@sluice/core',
+    shapes: ['hot'],
+    algorithm: 'concurrency',
+    create(rate) {
+      const bulkhead = concurrency({ max: rate.limit })
+      return {
+        call() {
+          if (!bulkhead.tryAcquire()) return false
+          bulkhead.release()
+          return true
+        },
+        admitted: identity,
+      }
+    },
+  }),
+  define<ClientRateLimitInfo>({
+    id: 'peer/express-rate-limit',
+    label: 'express-rate-limit · MemoryStore.increment',
+    short: 'express-rate-limit',
+    side: 'peer',
+    pkg: 'express-rate-limit',
+    shapes: ['hot', 'keyed'],
+    create(rate) {
+      const store = new ExpressMemoryStore()
+      store.init({ windowMs: rate.windowMs } as Parameters<ExpressMemoryStore['init']>[0])
+      return { call: (key) => store.increment(key), admitted: withinLimit(rate.limit) }
+    },
+  }),
+  define<HonoClientInfo>({
+    id: 'peer/hono-rate-limiter',
+    label: 'hono-rate-limiter · MemoryStore.increment',
+    short: 'hono-rate-limiter',
+    side: 'peer',
+    pkg: 'hono-rate-limiter',
+    shapes: ['hot', 'keyed'],
+    create(rate) {
+      const store = new HonoMemoryStore()
+      store.init({ windowMs: rate.windowMs } as Parameters<HonoMemoryStore['init']>[0])
+      return { call: (key) => store.increment(key), admitted: withinLimit(rate.limit) }
+    },
+  }),
+  define<RateLimiterRes>({
+    id: 'peer/rate-limiter-flexible',
+    label: 'rate-limiter-flexible · RateLimiterMemory.consume',
+    short: 'rate-limiter-flexible',
+    side: 'peer',
+    pkg: 'rate-limiter-flexible',
+    shapes: ['hot', 'keyed'],
+    create(rate) {
+      const limiter = new RateLimiterMemory({
+        points: rate.limit,
+        duration: rate.windowMs / 1000,
+      })
+      return {
+        call: (key) => limiter.consume(key),
+        admitted: () => true,
+        // consume() rejects with a RateLimiterRes when the key is over its points.
+        refusal: (error) => error instanceof RateLimiterRes,
+      }
+    },
+  }),
+  define<KoaMemoryEntry>({
+    id: 'peer/koa-ratelimit',
+    label: 'koa-ratelimit · memory driver get()',
+    short: 'koa-ratelimit',
+    side: 'peer',
+    pkg: 'koa-ratelimit',
+    shapes: ['hot', 'keyed'],
+    create(rate) {
+      const MemoryLimiter = loadKoaMemoryLimiter()
+      const db = new Map<string, unknown>()
+      const { limit: max, windowMs: duration } = rate
+      // The middleware builds one Limiter per request around the shared Map, as here.
+      return {
+        call: (id) => new MemoryLimiter({ id, db, max, duration }).get(),
+        admitted: (entry) => entry.remaining > 0,
+      }
+    },
+  }),
+  define<boolean>({
+    id: 'peer/limiter-rate-limiter',
+    label: 'limiter · RateLimiter.tryRemoveTokens',
+    short: 'limiter RateLimiter',
+    side: 'peer',
+    pkg: 'limiter',
+    shapes: ['hot', 'keyed'],
+    create(rate, options) {
+      const make = () =>
+        new LimiterRateLimiter({ tokensPerInterval: rate.limit, interval: rate.windowMs })
+      if (options.keys === 1) {
+        // One client: the limiter object itself, as sluice's hot key uses its limiter.
+        const limiter = make()
+        return { call: () => limiter.tryRemoveTokens(1), admitted: identity }
+      }
+      const limiters = new Map<string, LimiterRateLimiter>()
+      return {
+        call(key) {
+          let limiter = limiters.get(key)
+          if (limiter === undefined) {
+            limiter = make()
+            limiters.set(key, limiter)
+          }
+          return limiter.tryRemoveTokens(1)
+        },
+        admitted: identity,
+      }
+    },
+  }),
+  define<boolean>({
+    id: 'peer/limiter-token-bucket',
+    label: 'limiter · TokenBucket.tryRemoveTokens',
+    short: 'limiter TokenBucket',
+    side: 'peer',
+    pkg: 'limiter',
+    shapes: ['hot', 'keyed'],
+    create(rate, options) {
+      const make = () => {
+        const bucket = new LimiterTokenBucket({
+          bucketSize: rate.limit,
+          tokensPerInterval: rate.limit,
+          interval: rate.windowMs,
+        })
+        // A TokenBucket starts empty; RateLimiter fills its own, and so do we, so both
+        // start where every other limiter here starts: with a full budget.
+        bucket.content = rate.limit
+        return bucket
+      }
+      if (options.keys === 1) {
+        const bucket = make()
+        return { call: () => bucket.tryRemoveTokens(1), admitted: identity }
+      }
+      const buckets = new Map<string, LimiterTokenBucket>()
+      return {
+        call(key) {
+          let bucket = buckets.get(key)
+          if (bucket === undefined) {
+            bucket = make()
+            buckets.set(key, bucket)
+          }
+          return bucket.tryRemoveTokens(1)
+        },
+        admitted: identity,
+      }
+    },
+  }),
+]
+
+/**
+ * The contender with this id.
+ *
+ * @example
+ * ```ts
+ * contender('floor/gcra-map').label // 'floor: inline GCRA on Map<string, number>'
+ * ```
+ */
+export function contender(id: string): Contender {
+  const found = CONTENDERS.find((c) => c.id === id)
+  if (found === undefined) throw new RangeError(`bench: no contender "${id}"`)
+  return found
+}
+
+/**
+ * The rate a contender is measured at in the decision-cost and memory sections, for a
+ * scenario with `keys` keys: one it never reaches, so every timed decision is an
+ * admission (see `HOT_RATE`, `KEYED_RATE`, `PACED_RATE`).
+ *
+ * @example
+ * ```ts
+ * benchRate(contender('sluice/leaky-bucket'), 1) // PACED_RATE
+ * ```
+ */
+export function benchRate(c: Contender, keys: number): Rate {
+  if (c.algorithm === 'leaky-bucket') return PACED_RATE
+  return keys === 1 ? HOT_RATE : KEYED_RATE
+}
+
+/**
+ * One decision, awaited, as a boolean: what the tests and the harness's sanity checks use
+ * (timed code calls `call` directly).
+ *
+ * @example
+ * ```ts
+ * await decide(contender('floor/gcra-map').create({ limit: 1, windowMs: 1000 }, { keys: 1 }), 'a') // true
+ * ```
+ */
+export async function decide(instance: Instance, key: string): Promise<boolean> {
+  try {
+    return instance.admitted(await instance.call(key))
+  } catch (error) {
+    if (instance.refusal?.(error)) return false
+    throw error
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * `pnpm bench`: every section in one run, so that ratios between sluice, its peers and
+ * the floor hold on a noisy machine; writes bench/RESULTS.md.
+ */
+import { writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { DECISION_SCENARIOS, QUICK } from './config'
+import {
+  contendersFor,
+  heapOf,
+  profileContender,
+  runDecisionScenario,
+  type ScenarioResult,
+} from './decision'
+import { runExactness } from './exactness'
+import type { HeapLine } from './heap'
+import { runHttp } from './http'
+import { describeMachine, measuredVersions, sluiceRevision } from './machine'
+import type { ProfileSummary } from './profile'
+import { renderReport } from './report'
+import { evaluateTargets, HTTP_FRACTION } from './targets'
+
+const RESULTS = fileURLToPath(new URL('../RESULTS.md', import.meta.url))
+
+async function main(): Promise<void> {
+  const startedAt = new Date()
+  const started = performance.now()
+  const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`
+  const log = (line: string) => console.log(line)
+  const machine = describeMachine()
+  log(
+    `sluice bench${QUICK ? ' (quick)' : ''}: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`,
+  )
+
+  log(`\n[${elapsed()}] Exactness`)
+  const exactness = await runExactness()
+
+  const decision: ScenarioResult[] = []
+  for (const scenario of DECISION_SCENARIOS) {
+    log(`\n[${elapsed()}] Decision cost: ${scenario.title}`)
+    decision.push(await runDecisionScenario(scenario, contendersFor(scenario.keys), log))
+  }
+
+  log(`\n[${elapsed()}] HTTP overhead`)
+  const http = await runHttp(log, { profileBelow: HTTP_FRACTION })
+
+  const targets = evaluateTargets({ decision, http })
+  const cpu = new Map<string, ProfileSummary>()
+  const heap = new Map<string, readonly HeapLine[]>()
+  const missed = targets.filter((t) => t.evidence !== undefined)
+  if (missed.length > 0) log(`\n[${elapsed()}] Evidence for ${missed.length} missed target(s)`)
+  for (const { evidence } of missed) {
+    try {
+      if (evidence?.kind === 'cpu' && !cpu.has(evidence.contender)) {
+        log(`  CPU profile of ${evidence.contender}`)
+        cpu.set(evidence.contender, await profileContender(evidence.contender, evidence.keys, 1500))
+      } else if (evidence?.kind === 'heap' && !heap.has(evidence.contender)) {
+        // Two heap snapshots of a million keys would take minutes; at 100,000 the split
+        // per key is the same (the store's LRU is sized to the keys either way) and the
+        // worker's own few hundred kilobytes of code and strings are lost in it.
+        log(`  heap breakdown of ${evidence.contender}`)
+        heap.set(evidence.contender, await heapOf(evidence.contender, QUICK ? 20_000 : 100_000))
+      }
+    } catch (error) {
+      log(`  failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`)
+    }
+  }
+
+  const markdown = renderReport({
+    startedAt,
+    seconds: (performance.now() - started) / 1000,
+    machine,
+    loadAverageAtEnd: os.loadavg()[0] ?? 0,
+    revision: sluiceRevision(),
+    versions: measuredVersions(),
+    decision,
+    exactness,
+    http,
+    targets,
+    evidence: { cpu, heap },
+  })
+  writeFileSync(RESULTS, markdown)
+
+  log(`\n[${elapsed()}] Targets`)
+  for (const t of targets) {
+    const verdict = t.met === undefined ? 'n/a   ' : t.met ? 'met   ' : 'MISSED'
+    log(
+      `  ${verdict} ${t.target.replaceAll('`', '')}: ${t.measured}${t.miss ? ` — ${t.miss}` : ''}`,
+    )
+  }
+  log(`\nWrote ${RESULTS}`)
+}
+
+main().catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
