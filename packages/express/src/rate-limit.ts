@@ -69,15 +69,6 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     if (!isGone(req, res)) next(error)
   }
 
-  const settle = (req: Request, res: Response, decision: Decision) => {
-    try {
-      const settled = engine.settle(req, res, decision)
-      if (settled instanceof Promise) settled.catch(reportRefundError)
-    } catch (error) {
-      reportRefundError(error)
-    }
-  }
-
   const apply = (
     req: Request,
     res: Response,
@@ -91,7 +82,7 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     req.rateLimit = decision
     engine.writeHeaders(res, decision)
     if (decision.allowed) {
-      if (engine.refunds) res.once('finish', () => settle(req, res, decision))
+      if (engine.refunds) res.once('finish', () => engine.settleAfterResponse(req, res, decision))
       next()
       return
     }
@@ -131,12 +122,4 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     store: engine.store,
     resetKey: (key: string) => engine.resetKey(key),
   })
-}
-
-/** A refund runs after the response, with no request left to fail: report, don't crash. */
-function reportRefundError(error: unknown): void {
-  process.emitWarning(
-    `rateLimit: refundWhen or store.refund failed after the response: ${String(error)}`,
-    { type: 'SluiceWarning', code: 'ERR_SLUICE_REFUND_FAILED' },
-  )
 }

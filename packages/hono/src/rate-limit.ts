@@ -1,6 +1,5 @@
 import {
   type Decision,
-  emitWarning,
   type RateLimitOptions as HttpRateLimitOptions,
   type MaybePromise,
   type Policy,
@@ -110,15 +109,6 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   }
   const usesDefaultIp = options.getIp === undefined
 
-  const settle = (c: Context, decision: Decision) => {
-    try {
-      const settled = engine.settle(c, c, decision)
-      if (settled instanceof Promise) settled.catch(reportRefundError)
-    } catch (error) {
-      reportRefundError(error)
-    }
-  }
-
   async function rateLimit(c: Context<RateLimitEnv>, next: Next): Promise<Response | undefined> {
     if (usesDefaultIp) {
       validations.check(c)
@@ -145,7 +135,7 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
       restoreHeaders(c)
       // The status is final once the handler has answered; a client that already left is
       // never refunded.
-      if (engine.refunds && !isGone(c)) settle(c, decision)
+      if (engine.refunds && !isGone(c)) engine.settleAfterResponse(c, c, decision)
       return undefined
     }
     honoResponse.setHeader(c, 'Retry-After', engine.retryAfter(decision))
@@ -159,13 +149,4 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     store: engine.store,
     resetKey: (key: string) => engine.resetKey(key),
   })
-}
-
-/** A refund runs after the handler, with no request left to fail: report, don't crash. */
-function reportRefundError(error: unknown): void {
-  emitWarning(
-    'rateLimit',
-    'ERR_SLUICE_REFUND_FAILED',
-    `refundWhen or store.refund failed after the response: ${String(error)}`,
-  )
 }

@@ -22,6 +22,7 @@ import {
   statusCode,
   typeError,
 } from './validate'
+import { emitWarning } from './warnings'
 
 /** A response body: text, or an object sent as JSON. */
 export type LimitedBody = string | Record<string, unknown>
@@ -420,6 +421,26 @@ export class RateLimitEngine<Req = unknown, Res = unknown> {
       )
     }
     if (refund) return this.store.refund(decided.key, this.policies, decided.cost)
+  }
+
+  /**
+   * `settle` for adapters to call from a response's finish: it runs with no request left
+   * to fail, so a throwing `refundWhen` or a failing store is reported once per failure
+   * as a `SluiceWarning` (`ERR_SLUICE_REFUND_FAILED`) instead of crashing the process.
+   */
+  settleAfterResponse(req: Req, res: Res, decided: Decision): void {
+    const report = (error: unknown) =>
+      emitWarning(
+        this.#factory,
+        'ERR_SLUICE_REFUND_FAILED',
+        `refundWhen or store.refund failed after the response: ${String(error)}`,
+      )
+    try {
+      const settled = this.settle(req, res, decided)
+      if (isPromiseLike(settled)) settled.then(undefined, report)
+    } catch (error) {
+      report(error)
+    }
   }
 
   /** Forgets a key's state under this middleware's policies (an admin "unblock"). */

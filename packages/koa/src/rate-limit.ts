@@ -1,6 +1,5 @@
 import {
   type Decision,
-  emitWarning,
   type RateLimitOptions as HttpRateLimitOptions,
   type MaybePromise,
   type Policy,
@@ -71,15 +70,6 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   }
   const validations = new Validations('rateLimit', options.validate)
 
-  const settle = (ctx: Context, decision: Decision) => {
-    try {
-      const settled = engine.settle(ctx, ctx, decision)
-      if (settled instanceof Promise) settled.catch(reportRefundError)
-    } catch (error) {
-      reportRefundError(error)
-    }
-  }
-
   async function rateLimit(ctx: Context, next: Next): Promise<void> {
     validations.check(ctx)
     let decision: Decision | undefined
@@ -96,7 +86,8 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     engine.writeHeaders(ctx, decision)
     if (decision.allowed) {
       // 'finish' only: a response the client abandoned is never refunded.
-      if (engine.refunds) ctx.res.once('finish', () => settle(ctx, decision))
+      if (engine.refunds)
+        ctx.res.once('finish', () => engine.settleAfterResponse(ctx, ctx, decision))
       return next()
     }
     ctx.set('Retry-After', engine.retryAfter(decision))
@@ -113,13 +104,4 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     store: engine.store,
     resetKey: (key: string) => engine.resetKey(key),
   })
-}
-
-/** A refund runs after the response, with no request left to fail: report, don't crash. */
-function reportRefundError(error: unknown): void {
-  emitWarning(
-    'rateLimit',
-    'ERR_SLUICE_REFUND_FAILED',
-    `refundWhen or store.refund failed after the response: ${String(error)}`,
-  )
 }
