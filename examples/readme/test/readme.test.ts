@@ -36,6 +36,21 @@ describe('README.md', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(10)
   })
 
+  it('every pnpm command of its shell blocks names a script of the root package', () => {
+    const { scripts } = JSON.parse(
+      readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
+    ) as { scripts: Record<string, string> }
+    const shell = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '')
+    // Comments aside, `pnpm install` is pnpm's own; every other `pnpm X` must be a script.
+    const named = shell
+      .map((block) => block.replace(/#.*$/gm, ''))
+      .flatMap((block) => [...block.matchAll(/\bpnpm (?:run )?([a-z:]+)/g)])
+      .map((m) => m[1] ?? '')
+      .filter((name) => name !== 'install')
+    expect(named).toEqual(expect.arrayContaining(['demo', 'test', 'bench', 'docs']))
+    expect(named.filter((name) => scripts[name] === undefined)).toEqual([])
+  })
+
   it('every block type-checks against the packages as they are', async () => {
     const result = await run('pnpm', ['exec', 'tsc', '-p', 'tsconfig.blocks.json'], { cwd: here })
     expect(result).toEqual({ code: 0, output: '' })
