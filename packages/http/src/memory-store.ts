@@ -70,6 +70,7 @@ class OperationClock implements Clock {
 class PolicyTable {
   readonly policy: Policy
   readonly #spec: string
+  readonly #twins = new WeakSet<Policy>()
   readonly #compact: CompactRateLimiter | undefined
   readonly #clock: Clock
   readonly #entries: LRUCache<string, number | RateLimiter>
@@ -99,7 +100,11 @@ class PolicyTable {
 
   /** Whether `policy` is the one this table was made for (same name, same spec). */
   accepts(policy: Policy): boolean {
-    return policy === this.policy || JSON.stringify(policy.spec) === this.#spec
+    if (policy === this.policy || this.#twins.has(policy)) return true
+    // Another middleware compiled the same options: compare once, then remember it.
+    if (JSON.stringify(policy.spec) !== this.#spec) return false
+    this.#twins.add(policy)
+    return true
   }
 
   /** The key's limiter, loaded with its state (fresh when the key is unknown or expired). */
@@ -333,7 +338,7 @@ class InMemoryStore implements MemoryStore {
   #table(policy: Policy): PolicyTable {
     const table = this.#tables.get(policy.name)
     if (table !== undefined) {
-      if (table.policy === policy || table.accepts(policy)) return table
+      if (table.accepts(policy)) return table
       throw new TypeError(
         `memoryStore: two different policies are named "${policy.name}"; give each policy sharing a store its own name`,
       )
