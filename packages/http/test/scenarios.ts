@@ -367,40 +367,27 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect(res.body).toBe('Too Many Requests')
       })
 
-      it("'draft-7'", async () => {
+      it.each([
+        ['draft-7', ['RateLimit-Policy: 100;w=60', 'RateLimit: limit=100, remaining=57, reset=12']],
+        [
+          'draft-6',
+          [
+            'RateLimit-Policy: 100;w=60',
+            'RateLimit-Limit: 100',
+            'RateLimit-Remaining: 57',
+            'RateLimit-Reset: 12',
+          ],
+        ],
+        [
+          'legacy',
+          ['X-RateLimit-Limit: 100', 'X-RateLimit-Remaining: 57', 'X-RateLimit-Reset: 12'],
+        ],
+      ] as const)("'%s'", async (headers, expected) => {
         const { clock, store } = manual()
-        const server = await serve(oneRoute({ ...fixed, headers: 'draft-7', clock, store }))
+        const server = await serve(oneRoute({ ...fixed, headers, clock, store }))
         for (let i = 0; i < 42; i++) await send(server, '/')
         clock.advance(48_000)
-        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
-          'RateLimit-Policy: 100;w=60',
-          'RateLimit: limit=100, remaining=57, reset=12',
-        ])
-      })
-
-      it("'draft-6'", async () => {
-        const { clock, store } = manual()
-        const server = await serve(oneRoute({ ...fixed, headers: 'draft-6', clock, store }))
-        for (let i = 0; i < 42; i++) await send(server, '/')
-        clock.advance(48_000)
-        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
-          'RateLimit-Policy: 100;w=60',
-          'RateLimit-Limit: 100',
-          'RateLimit-Remaining: 57',
-          'RateLimit-Reset: 12',
-        ])
-      })
-
-      it("'legacy'", async () => {
-        const { clock, store } = manual()
-        const server = await serve(oneRoute({ ...fixed, headers: 'legacy', clock, store }))
-        for (let i = 0; i < 42; i++) await send(server, '/')
-        clock.advance(48_000)
-        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual([
-          'X-RateLimit-Limit: 100',
-          'X-RateLimit-Remaining: 57',
-          'X-RateLimit-Reset: 12',
-        ])
+        expect(lines(await send(server, '/'), ...RATE_LIMIT_HEADERS)).toEqual(expected)
       })
 
       it('false: no RateLimit headers, but a refusal still carries Retry-After', async () => {
