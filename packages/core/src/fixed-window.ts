@@ -1,4 +1,3 @@
-import { neverError } from './gcra'
 import {
   invalidPermits,
   isPermitCount,
@@ -7,7 +6,6 @@ import {
   readName,
   readPositiveDuration,
   readPositiveInteger,
-  readWaitOptions,
   requireOptions,
 } from './options'
 import { type Paceable, Pacer } from './pacer'
@@ -121,13 +119,8 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
     if (this.pacer.size !== 0) this.pacer.drain()
   }
 
-  async acquire(permits = 1, options?: WaitOptions): Promise<void> {
-    const method = 'fixedWindow.acquire'
-    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
-    const { timeoutMs, signal } = readWaitOptions(method, options)
-    signal?.throwIfAborted()
-    if (permits > this.limit) throw neverError(this.name, permits, this.limit)
-    return this.pacer.wait(permits, timeoutMs, signal)
+  acquire(permits = 1, options?: WaitOptions): Promise<void> {
+    return this.pacer.acquire('fixedWindow.acquire', permits, options)
   }
 }
 

@@ -1,9 +1,12 @@
 import { RateLimitError } from './errors'
-import type { Clock } from './types'
+import { neverError } from './gcra'
+import { invalidPermits, isPermitCount, readWaitOptions } from './options'
+import type { Clock, WaitOptions } from './types'
 
 /** What a window limiter lends its {@link Pacer}. */
 export interface Paceable {
   readonly name: string
+  readonly limit: number
   /** Takes `permits` if the window has room now, ignoring queued waiters. */
   take(permits: number): boolean
   /** Milliseconds until `take(permits)` would pass with no further traffic. */
@@ -42,6 +45,19 @@ export class Pacer {
   /** Callers currently waiting. */
   get size(): number {
     return this.waiters.size
+  }
+
+  /**
+   * The window limiters' `acquire`: validates its arguments (errors name `method`), then
+   * waits. Async, so bad arguments reject rather than throw, as `acquire` promises.
+   */
+  async acquire(method: string, permits: number, options: WaitOptions | undefined): Promise<void> {
+    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    const { timeoutMs, signal } = readWaitOptions(method, options)
+    signal?.throwIfAborted()
+    const { name, limit } = this.owner
+    if (permits > limit) throw neverError(name, permits, limit)
+    return this.wait(permits, timeoutMs, signal)
   }
 
   /** Waits for `permits` (already validated, ≤ the limit) up to `timeoutMs`. */

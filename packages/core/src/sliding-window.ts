@@ -1,4 +1,3 @@
-import { neverError } from './gcra'
 import {
   invalidPermits,
   isPermitCount,
@@ -7,7 +6,6 @@ import {
   readName,
   readPositiveDuration,
   readPositiveInteger,
-  readWaitOptions,
   requireOptions,
 } from './options'
 import { type Paceable, Pacer } from './pacer'
@@ -166,14 +164,9 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     if (this.waiting) this.pacer!.drain()
   }
 
-  async acquire(permits = 1, options?: WaitOptions): Promise<void> {
-    const method = 'slidingWindow.acquire'
-    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
-    const { timeoutMs, signal } = readWaitOptions(method, options)
-    signal?.throwIfAborted()
-    if (permits > this.limit) throw neverError(this.name, permits, this.limit)
+  acquire(permits = 1, options?: WaitOptions): Promise<void> {
     this.pacer ??= new Pacer(this, this.clock)
-    return this.pacer.wait(permits, timeoutMs, signal)
+    return this.pacer.acquire('slidingWindow.acquire', permits, options)
   }
 }
 
