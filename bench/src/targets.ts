@@ -1,3 +1,4 @@
+import { ALGORITHMS } from '@sluice/core'
 import type { ContenderResult, ScenarioResult } from './decision'
 import type { HeapLine } from './heap'
 import type { AppResult } from './http'
@@ -49,15 +50,6 @@ const MUST_BEAT: readonly { peer: string; ids: readonly string[] }[] = [
   { peer: 'koa-ratelimit', ids: ['peer/koa-ratelimit'] },
 ]
 
-const HOT_ALGORITHMS = [
-  'token-bucket',
-  'leaky-bucket',
-  'sliding-window',
-  'fixed-window',
-  'warm-up',
-  'concurrency',
-] as const
-
 /** "1.07× (1.02–1.12)" */
 export function ratioText(s: Summary | undefined): string {
   if (s === undefined || s.n === 0) return 'n/a'
@@ -85,7 +77,7 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
     undefined,
   )
 
-  for (const algorithm of HOT_ALGORITHMS) {
+  for (const algorithm of ALGORITHMS) {
     const id = `sluice/${algorithm}`
     const result = find(hot, id)
     const target = `Hot-key \`tryAcquire\`, ${algorithm}: ≤ ${HOT_FLOOR_FACTOR}× the inline-GCRA floor`
@@ -112,7 +104,7 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
     const target = `Hot-key \`tryAcquire\` of every algorithm faster than ${peer}`
     const peers = ids.map((id) => find(hot, id)).filter(usable)
     const fastestPeer = peers.sort((a, b) => a.ns.median - b.ns.median)[0]
-    const ours = HOT_ALGORITHMS.map((a) => find(hot, `sluice/${a}`)).filter(usable)
+    const ours = ALGORITHMS.map((a) => find(hot, `sluice/${a}`)).filter(usable)
     if (fastestPeer === undefined || ours.length === 0) {
       rows.push({ target, measured: 'not measured', met: undefined })
       continue
