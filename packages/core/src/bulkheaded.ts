@@ -6,9 +6,9 @@ import {
   readWait,
   targetName,
 } from './decorate'
-import { describe } from './describe'
 import { RateLimitError } from './errors'
 import type { ConcurrencyLimiter, Duration } from './types'
+import { describe, readOptions } from './validation'
 
 /** Options of {@link bulkheaded}. */
 export interface BulkheadedOptions {
@@ -64,6 +64,7 @@ export function bulkheaded(
       `${decorator}: "limiter" must be a concurrency limiter, got ${describe(limiter)}`,
     )
   }
+  readOptions(decorator, options, ['wait'])
   const waitMs = readWait(decorator, options.wait)
 
   if (waitMs === undefined) {

@@ -1,26 +1,19 @@
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
 import { RateLimitError } from './errors'
-import {
-  invalidPermits,
-  isPermitCount,
-  readClock,
-  readInteger,
-  readName,
-  readPositiveInteger,
-  readWaitOptions,
-  requireOptions,
-} from './options'
-import type { Clock, ConcurrencyLimiter, ConcurrencyOptions, Permit, WaitOptions } from './types'
+import { neverError } from './gcra'
+import { invalidPermits, isPermitCount, readWaitOptions } from './options'
+import type {
+  Clock,
+  ConcurrencyLimiter,
+  ConcurrencyOptions,
+  NormalizedSpec,
+  Permit,
+  WaitOptions,
+} from './types'
+import { readInteger, readPositiveInteger } from './validation'
+import { type Waitable, WaitQueue } from './wait-queue'
 
-interface Waiter {
-  readonly permits: number
-  readonly resolve: (permit: Permit) => void
-  readonly reject: (reason: unknown) => void
-  readonly signal: AbortSignal | undefined
-  readonly onAbort: () => void
-  readonly timer: AbortController | undefined
-}
-
-const ignore = (): void => {}
+type ConcurrencySpec = Extract<NormalizedSpec, { algorithm: 'concurrency' }>
 
 class HeldPermit implements Permit {
   readonly permits: number
@@ -46,19 +39,18 @@ class HeldPermit implements Permit {
   }
 }
 
-class BulkheadLimiter implements ConcurrencyLimiter {
+class BulkheadLimiter implements ConcurrencyLimiter, Waitable {
   readonly name: string
   readonly max: number
   readonly maxQueue: number
-  private readonly clock: Clock
   private held = 0
-  private readonly waiters = new Set<Waiter>()
+  private readonly queue: WaitQueue
 
   constructor(name: string, clock: Clock, max: number, maxQueue: number) {
     this.name = name
-    this.clock = clock
     this.max = max
     this.maxQueue = maxQueue
+    this.queue = new WaitQueue(this, clock)
   }
 
   get inFlight(): number {
@@ -66,7 +58,7 @@ class BulkheadLimiter implements ConcurrencyLimiter {
   }
 
   get queued(): number {
-    return this.waiters.size
+    return this.queue.size
   }
 
   tryAcquire(permits = 1): boolean {
@@ -74,9 +66,18 @@ class BulkheadLimiter implements ConcurrencyLimiter {
       throw invalidPermits('concurrency.tryAcquire', permits)
     }
     // Released permits go to the queue head first; no barging past waiters.
-    if (this.waiters.size !== 0 || this.held + permits > this.max) return false
+    return this.queue.size === 0 && this.take(permits)
+  }
+
+  take(permits: number): boolean {
+    if (this.held + permits > this.max) return false
     this.held += permits
     return true
+  }
+
+  /** Time frees nothing here: only a release does, and it drains the queue. */
+  delay(): undefined {
+    return undefined
   }
 
   availablePermits(): number {
@@ -92,7 +93,7 @@ class BulkheadLimiter implements ConcurrencyLimiter {
       )
     }
     this.held -= permits
-    if (this.waiters.size !== 0) this.drain()
+    if (this.queue.size !== 0) this.queue.drain()
   }
 
   tryEnter(permits = 1): Permit | undefined {
@@ -100,91 +101,53 @@ class BulkheadLimiter implements ConcurrencyLimiter {
     return this.tryAcquire(permits) ? new HeldPermit(this, permits) : undefined
   }
 
-  enter(options?: WaitOptions & { permits?: number }): Promise<Permit> {
-    try {
-      return this.startEnter(options)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-  }
-
-  private startEnter(options: (WaitOptions & { permits?: number }) | undefined): Promise<Permit> {
+  async enter(options?: WaitOptions & { permits?: number }): Promise<Permit> {
     const method = 'concurrency.enter'
-    const { timeoutMs, signal } = readWaitOptions(method, options)
+    const { timeoutMs, signal } = readWaitOptions(method, options, ['permits'])
     const permits = options?.permits ?? 1
     if (!isPermitCount(permits)) throw invalidPermits(method, permits)
     signal?.throwIfAborted()
-    if (permits > this.max) {
-      throw new RateLimitError('ERR_SLUICE_LIMITED', {
-        limiter: this.name,
-        retryAfterMs: Number.POSITIVE_INFINITY,
-        message: `${this.name}: ${permits} permits can never be granted, the limiter holds at most ${this.max}`,
-      })
-    }
-    if (this.tryAcquire(permits)) return Promise.resolve(new HeldPermit(this, permits))
-    if (this.waiters.size >= this.maxQueue) {
+    if (permits > this.max) throw neverError(this.name, permits, this.max)
+    if (this.tryAcquire(permits)) return new HeldPermit(this, permits)
+    if (this.queue.size >= this.maxQueue) {
       throw new RateLimitError('ERR_SLUICE_QUEUE_FULL', {
         limiter: this.name,
         message: `${this.name}: ${this.max} in flight and the wait queue is full (maxQueue ${this.maxQueue})`,
       })
     }
-    // Without a time axis the only timeout known to be hopeless is zero.
-    if (timeoutMs === 0) throw this.timeoutError(permits, timeoutMs)
-    return new Promise<Permit>((resolve, reject) => {
-      const timer = timeoutMs === Number.POSITIVE_INFINITY ? undefined : new AbortController()
-      const waiter: Waiter = {
-        permits,
-        resolve,
-        reject,
-        signal,
-        timer,
-        onAbort: () => this.leave(waiter, signal?.reason),
-      }
-      signal?.addEventListener('abort', waiter.onAbort, { once: true })
-      this.waiters.add(waiter)
-      if (timer !== undefined) {
-        this.clock
-          .sleep(timeoutMs, timer.signal)
-          .then(() => this.leave(waiter, this.timeoutError(permits, timeoutMs)), ignore)
-      }
-    })
+    await this.queue.wait(permits, timeoutMs, signal)
+    return new HeldPermit(this, permits)
   }
+}
 
-  /** Hands freed permits to waiters in FIFO order, stopping at the first that does not fit. */
-  private drain(): void {
-    for (const waiter of this.waiters) {
-      if (this.held + waiter.permits > this.max) return
-      this.held += waiter.permits
-      this.settle(waiter)
-      waiter.resolve(new HeldPermit(this, waiter.permits))
+/** The concurrency limiter's entry in the algorithm registry. */
+export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
+  algorithm: 'concurrency',
+  factory: 'concurrency',
+  timed: false,
+  options: ['max', 'maxQueue'],
+  normalize(options, label, prefix = '') {
+    const { maxQueue } = options
+    return {
+      algorithm: 'concurrency',
+      max: readPositiveInteger(label, `${prefix}max`, options.max),
+      maxQueue:
+        maxQueue === undefined
+          ? 0
+          : maxQueue === Number.POSITIVE_INFINITY
+            ? maxQueue
+            : readInteger(
+                label,
+                `${prefix}maxQueue`,
+                maxQueue,
+                0,
+                'a non-negative integer or Infinity',
+              ),
     }
-  }
-
-  private leave(waiter: Waiter, reason: unknown): void {
-    if (!this.waiters.has(waiter)) return
-    let wasHead = false
-    for (const head of this.waiters) {
-      wasHead = head === waiter
-      break
-    }
-    this.settle(waiter)
-    waiter.reject(reason)
-    // A large request at the head may have been holding back smaller ones behind it.
-    if (wasHead) this.drain()
-  }
-
-  private settle(waiter: Waiter): void {
-    this.waiters.delete(waiter)
-    waiter.signal?.removeEventListener('abort', waiter.onAbort)
-    waiter.timer?.abort()
-  }
-
-  private timeoutError(permits: number, timeoutMs: number): RateLimitError {
-    return new RateLimitError('ERR_SLUICE_TIMEOUT', {
-      limiter: this.name,
-      message: `${this.name}: ${permits} permit(s) not free within ${timeoutMs} ms`,
-    })
-  }
+  },
+  create(spec, name, clock) {
+    return new BulkheadLimiter(name, clock, spec.max, spec.maxQueue)
+  },
 }
 
 /**
@@ -206,20 +169,5 @@ class BulkheadLimiter implements ConcurrencyLimiter {
  * ```
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyLimiter {
-  const factory = 'concurrency'
-  requireOptions(factory, options)
-  const max = readPositiveInteger(factory, 'max', options.max)
-  const { maxQueue } = options
-  const queue =
-    maxQueue === undefined
-      ? 0
-      : maxQueue === Number.POSITIVE_INFINITY
-        ? maxQueue
-        : readInteger(factory, 'maxQueue', maxQueue, 0, 'a non-negative integer or Infinity')
-  return new BulkheadLimiter(
-    readName(factory, options, 'concurrency'),
-    readClock(factory, options),
-    max,
-    queue,
-  )
+  return buildLimiter(concurrencyAlgorithm, options) as ConcurrencyLimiter
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
 import { ManualClock } from './clock'
-import { ALGORITHMS, createLimiter } from './create-limiter'
+import { createLimiter } from './create-limiter'
 import type { LimiterSpec } from './types'
 
 describe('createLimiter', () => {
@@ -58,5 +59,44 @@ describe('createLimiter', () => {
     expect(() => createLimiter(null as never)).toThrow(
       new TypeError('createLimiter: spec must be an object, got null'),
     )
+  })
+})
+
+describe('normalizeSpec', () => {
+  it('fills in every default and turns durations into milliseconds', () => {
+    expect(normalizeSpec({ algorithm: 'token-bucket', limit: 10, window: '1m' })).toEqual({
+      algorithm: 'token-bucket',
+      limit: 10,
+      window: 60_000,
+      capacity: 10,
+    })
+    expect(normalizeSpec({ algorithm: 'sliding-window', limit: 5, name: 'x' })).toEqual({
+      algorithm: 'sliding-window',
+      limit: 5,
+      window: 1000,
+      slots: 10,
+    })
+    expect(normalizeSpec({ algorithm: 'concurrency', max: 3 })).toEqual({
+      algorithm: 'concurrency',
+      max: 3,
+      maxQueue: 0,
+    })
+  })
+
+  it('names the caller and the option path, and refuses options of another algorithm', () => {
+    expect(() =>
+      normalizeSpec({ algorithm: 'fixed-window', limit: 2 ** 60 }, 'rateLimit', 'policies[1].'),
+    ).toThrow(
+      new RangeError(`rateLimit: "policies[1].limit" must be a positive integer, got ${2 ** 60}`),
+    )
+    expect(() =>
+      normalizeSpec({ algorithm: 'fixed-window', limit: 2, slots: 4 } as never, 'rateLimit'),
+    ).toThrow(new TypeError('rateLimit: unknown option "slots"'))
+  })
+
+  it('builds the same limiter from a normalized spec', () => {
+    const spec = normalizeSpec({ algorithm: 'warm-up', limit: 12, warmUp: '1m' })
+    expect(createLimiter(spec, new ManualClock()).availablePermits()).toBe(4)
+    expect(RATE_ALGORITHMS).not.toContain('concurrency')
   })
 })

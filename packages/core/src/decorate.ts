@@ -1,6 +1,6 @@
-import { describe } from './describe'
 import { parseDuration } from './duration'
 import type { Duration } from './types'
+import { describe } from './validation'
 
 /** A function or method as the decorators see it. */
 export type Method<This, Args extends unknown[], R> = (this: This, ...args: Args) => R

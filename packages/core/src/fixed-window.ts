@@ -1,23 +1,19 @@
-import {
-  invalidPermits,
-  isPermitCount,
-  nudge,
-  readClock,
-  readName,
-  readPositiveDuration,
-  readPositiveInteger,
-  requireOptions,
-} from './options'
-import { type Paceable, Pacer } from './pacer'
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import { invalidPermits, isPermitCount, nudge } from './options'
 import type {
   Clock,
   CompactRateLimiter,
   FixedWindowOptions,
+  NormalizedSpec,
   RateLimiter,
   WaitOptions,
 } from './types'
+import { readPositiveDuration, readPositiveInteger } from './validation'
+import { type Waitable, WaitQueue } from './wait-queue'
 
-class FixedWindowLimiter implements CompactRateLimiter, Paceable {
+type FixedWindowSpec = Extract<NormalizedSpec, { algorithm: 'fixed-window' }>
+
+class FixedWindowLimiter implements CompactRateLimiter, Waitable {
   readonly freshState = -1
   readonly name: string
   readonly limit: number
@@ -25,7 +21,7 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
   private readonly clock: Clock
   private window = Number.NEGATIVE_INFINITY
   private count = 0
-  private readonly pacer: Pacer
+  private readonly queue: WaitQueue
   /**
    * Compact state is `(window mod cycle) · (limit + 1) + count`: only the current window's
    * count matters, so the window number is kept modulo the largest cycle that keeps the
@@ -38,7 +34,7 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
     this.clock = clock
     this.limit = limit
     this.windowMs = windowMs
-    this.pacer = new Pacer(this, clock)
+    this.queue = new WaitQueue(this, clock)
     this.cycle = Math.floor(Number.MAX_SAFE_INTEGER / (limit + 1))
   }
 
@@ -62,7 +58,7 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
       throw invalidPermits('fixedWindow.tryAcquire', permits)
     }
     // Queued waiters go first (FIFO): a stream of tryAcquire calls cannot starve them.
-    if (this.pacer.size !== 0) return false
+    if (this.queue.size !== 0) return false
     return this.take(permits)
   }
 
@@ -83,7 +79,7 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
   }
 
   availablePermits(): number {
-    if (this.pacer.size !== 0) return 0
+    if (this.queue.size !== 0) return 0
     return this.limit - this.usedAt(this.clock.now())
   }
 
@@ -112,16 +108,40 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
     return this.usedAt(ms) > 0 ? this.untilNextWindow(ms) : 0
   }
 
-  refund(permits = 1): void {
+  receipt(): number {
+    return this.window
+  }
+
+  refund(permits = 1, receipt?: number): void {
     if (!isPermitCount(permits)) throw invalidPermits('fixedWindow.refund', permits)
     if (this.usedAt(this.clock.now()) === 0) return
+    // Permits of an earlier window stopped counting when it ended.
+    if (receipt !== undefined && receipt !== this.window) return
     this.count = this.count > permits ? this.count - permits : 0
-    if (this.pacer.size !== 0) this.pacer.drain()
+    if (this.queue.size !== 0) this.queue.drain()
   }
 
   acquire(permits = 1, options?: WaitOptions): Promise<void> {
-    return this.pacer.acquire('fixedWindow.acquire', permits, options)
+    return this.queue.acquire('fixedWindow.acquire', permits, options, this.limit)
   }
+}
+
+/** The fixed window's entry in the algorithm registry. */
+export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowSpec> = {
+  algorithm: 'fixed-window',
+  factory: 'fixedWindow',
+  timed: true,
+  options: ['limit', 'window'],
+  normalize(options, label, prefix = '') {
+    return {
+      algorithm: 'fixed-window',
+      limit: readPositiveInteger(label, `${prefix}limit`, options.limit),
+      window: readPositiveDuration(label, `${prefix}window`, options.window, '1s'),
+    }
+  },
+  create(spec, name, clock) {
+    return new FixedWindowLimiter(name, clock, spec.limit, spec.window)
+  },
 }
 
 /**
@@ -140,12 +160,5 @@ class FixedWindowLimiter implements CompactRateLimiter, Paceable {
  * ```
  */
 export function fixedWindow(options: FixedWindowOptions): RateLimiter {
-  const factory = 'fixedWindow'
-  requireOptions(factory, options)
-  return new FixedWindowLimiter(
-    readName(factory, options, 'fixed-window'),
-    readClock(factory, options),
-    readPositiveInteger(factory, 'limit', options.limit),
-    readPositiveDuration(factory, 'window', options.window, '1s'),
-  )
+  return buildLimiter(fixedWindowAlgorithm, options) as RateLimiter
 }

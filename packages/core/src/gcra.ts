@@ -1,6 +1,30 @@
 import { RateLimitError } from './errors'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
 import type { Clock, CompactRateLimiter, RateLimiter, WaitOptions } from './types'
+import { rangeError, readPositiveDuration } from './validation'
+
+/**
+ * The `window` of a GCRA limiter (default `'1s'`). The kernel counts `largest × window`
+ * ticks (τ = capacity·T with T = window in ticks), which must stay an exact integer: a
+ * window so long that the product passes 2^53 would silently admit everything.
+ */
+export function readGcraWindow(
+  label: string,
+  prefix: string,
+  value: unknown,
+  largest: number,
+): number {
+  const window = readPositiveDuration(label, `${prefix}window`, value, '1s')
+  if (largest * window > Number.MAX_SAFE_INTEGER) {
+    throw rangeError(
+      label,
+      `${prefix}window`,
+      `in milliseconds times the limit or capacity (${largest}) must be at most 2^53 so counting stays exact`,
+      value,
+    )
+  }
+  return window
+}
 
 /** What every GCRA limiter is built from, already validated. */
 export interface GcraConfig {
@@ -118,10 +142,20 @@ export abstract class GcraLimiter implements RateLimiter {
     return delay
   }
 
-  refund(permits = 1): void {
+  receipt(): number {
+    return this.tat
+  }
+
+  refund(permits = 1, receipt?: number): void {
     if (!isPermitCount(permits)) throw invalidPermits(`${this.factory}.refund`, permits)
     const ms = this.clock.now()
-    const cost = permits * this.intervalAt(ms)
+    const now = ms * this.scale
+    let cost = permits * this.intervalAt(ms)
+    // The receipt is `tat` just after the take. The bucket drains its debt oldest first,
+    // so of the permits taken then, only the part of their debt not yet drained by now
+    // (receipt − now) still counts; giving back more would credit permits taken since.
+    if (receipt !== undefined) cost = Math.min(cost, Math.max(0, receipt - now))
+    if (cost <= 0) return
     if (this.reservations.length !== 0) {
       // Waiters hold the tail of the schedule and the refunded permits sit before their
       // slots: moving `tat` back would let a newcomer share a waiter's slot. The refund
@@ -130,7 +164,7 @@ export abstract class GcraLimiter implements RateLimiter {
       return
     }
     // Never earlier than now: a refund restores at most a fresh bucket, never more.
-    this.tat = Math.max(this.tat - cost, ms * this.scale)
+    this.tat = Math.max(this.tat - cost, now)
   }
 
   async acquire(permits = 1, options?: WaitOptions): Promise<void> {

@@ -1,12 +1,32 @@
-import { ConstantGcraLimiter } from './gcra'
-import {
-  readClock,
-  readName,
-  readPositiveDuration,
-  readPositiveInteger,
-  requireOptions,
-} from './options'
-import type { LeakyBucketOptions, RateLimiter } from './types'
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import { ConstantGcraLimiter, readGcraWindow } from './gcra'
+import type { LeakyBucketOptions, NormalizedSpec, RateLimiter } from './types'
+import { readPositiveInteger } from './validation'
+
+type LeakyBucketSpec = Extract<NormalizedSpec, { algorithm: 'leaky-bucket' }>
+
+/** The leaky bucket's entry in the algorithm registry: the GCRA kernel with τ = T. */
+export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketSpec> = {
+  algorithm: 'leaky-bucket',
+  factory: 'leakyBucket',
+  timed: true,
+  options: ['limit', 'window'],
+  normalize(options, label, prefix = '') {
+    const limit = readPositiveInteger(label, `${prefix}limit`, options.limit)
+    const window = readGcraWindow(label, prefix, options.window, limit)
+    return { algorithm: 'leaky-bucket', limit, window }
+  },
+  create(spec, name, clock) {
+    return new ConstantGcraLimiter({
+      factory: 'leakyBucket',
+      name,
+      clock,
+      limit: spec.limit,
+      windowMs: spec.window,
+      capacity: 1,
+    })
+  },
+}
 
 /**
  * A leaky bucket (as a meter): strictly paced, one permit every `window / limit`,
@@ -23,14 +43,5 @@ import type { LeakyBucketOptions, RateLimiter } from './types'
  * ```
  */
 export function leakyBucket(options: LeakyBucketOptions): RateLimiter {
-  const factory = 'leakyBucket'
-  requireOptions(factory, options)
-  return new ConstantGcraLimiter({
-    factory,
-    limit: readPositiveInteger(factory, 'limit', options.limit),
-    windowMs: readPositiveDuration(factory, 'window', options.window, '1s'),
-    capacity: 1,
-    name: readName(factory, options, 'leaky-bucket'),
-    clock: readClock(factory, options),
-  })
+  return buildLimiter(leakyBucketAlgorithm, options) as RateLimiter
 }

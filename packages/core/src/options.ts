@@ -1,82 +1,9 @@
-import { systemClock } from './clock'
-import { describe } from './describe'
 import { parseDuration } from './duration'
-import type { Clock, CommonOptions, Duration } from './types'
+import type { Duration } from './types'
+import { describe } from './validation'
 
-// Construction-time validation shared by the factories. Each helper names the factory,
-// the option, the rule and the value received, so a bad config explains itself.
-
-export function requireOptions(factory: string, options: unknown): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new TypeError(`${factory}: options must be an object, got ${describe(options)}`)
-  }
-}
-
-export function readPositiveInteger(factory: string, option: string, value: unknown): number {
-  return readInteger(factory, option, value, 1, 'a positive integer')
-}
-
-export function readInteger(
-  factory: string,
-  option: string,
-  value: unknown,
-  min: number,
-  rule: string,
-): number {
-  const message = `${factory}: "${option}" must be ${rule}, got ${describe(value)}`
-  if (typeof value !== 'number') throw new TypeError(message)
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(message)
-  return value
-}
-
-export function readDuration(
-  factory: string,
-  option: string,
-  value: unknown,
-  fallback: Duration,
-): number {
-  return parseDuration((value ?? fallback) as Duration, `${factory}: "${option}"`)
-}
-
-export function readPositiveDuration(
-  factory: string,
-  option: string,
-  value: unknown,
-  fallback: Duration,
-): number {
-  const ms = readDuration(factory, option, value, fallback)
-  if (ms === 0) {
-    throw new RangeError(
-      `${factory}: "${option}" must be a positive duration, got ${describe(value)}`,
-    )
-  }
-  return ms
-}
-
-export function readName(factory: string, options: CommonOptions, fallback: string): string {
-  const { name } = options
-  if (name === undefined) return fallback
-  if (typeof name !== 'string' || name === '') {
-    throw new TypeError(`${factory}: "name" must be a non-empty string, got ${describe(name)}`)
-  }
-  return name
-}
-
-export function readClock(factory: string, options: CommonOptions): Clock {
-  const { clock } = options
-  if (clock === undefined) return systemClock
-  if (
-    typeof clock !== 'object' ||
-    clock === null ||
-    typeof clock.now !== 'function' ||
-    typeof clock.sleep !== 'function'
-  ) {
-    throw new TypeError(
-      `${factory}: "clock" must be an object with now() and sleep(), got ${describe(clock)}`,
-    )
-  }
-  return clock
-}
+// Checks made per call (permits, wait options) rather than at construction; those live
+// in validation.ts.
 
 /** A wait bound: `undefined` and `Infinity` mean none. */
 export function readTimeout(method: string, value: unknown): number {
@@ -100,10 +27,23 @@ export interface WaitSettings {
   signal: AbortSignal | undefined
 }
 
-export function readWaitOptions(method: string, options: unknown): WaitSettings {
+const WAIT_OPTIONS = new Set(['timeout', 'signal'])
+
+export function readWaitOptions(
+  method: string,
+  options: unknown,
+  extra: readonly string[] = [],
+): WaitSettings {
   if (options === undefined) return { timeoutMs: Number.POSITIVE_INFINITY, signal: undefined }
-  if (typeof options !== 'object' || options === null) {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new TypeError(`${method}: options must be an object, got ${describe(options)}`)
+  }
+  for (const name of Object.keys(options)) {
+    if (!WAIT_OPTIONS.has(name) && !extra.includes(name)) {
+      throw new TypeError(
+        `${method}: unknown option "${name}" (known: timeout, signal${extra.map((e) => `, ${e}`).join('')})`,
+      )
+    }
   }
   const { timeout, signal } = options as { timeout?: unknown; signal?: unknown }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {

@@ -6,10 +6,9 @@ import {
   readWait,
   targetName,
 } from './decorate'
-import { describe } from './describe'
 import { RateLimitError } from './errors'
-import { readPositiveInteger } from './options'
 import type { Duration, RateLimiter } from './types'
+import { describe, readOptions, readPositiveInteger } from './validation'
 
 /** Options of {@link rateLimited}. */
 export interface RateLimitedOptions<Args extends unknown[] = unknown[]> {
@@ -57,6 +56,7 @@ export function rateLimited<Args extends unknown[] = unknown[]>(
   ) {
     throw new TypeError(`${decorator}: "limiter" must be a rate limiter, got ${describe(limiter)}`)
   }
+  readOptions(decorator, options, ['wait', 'cost'])
   const { cost = 1 } = options
   if (typeof cost !== 'function') readPositiveInteger(decorator, 'cost', cost)
   const permitsFor = (args: Args): number => (typeof cost === 'function' ? cost(...args) : cost)

@@ -1,17 +1,15 @@
-import {
-  invalidPermits,
-  isPermitCount,
-  nudge,
-  readClock,
-  readName,
-  readPositiveDuration,
-  readPositiveInteger,
-  requireOptions,
-} from './options'
-import { type Paceable, Pacer } from './pacer'
-import type { Clock, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import { invalidPermits, isPermitCount, nudge } from './options'
+import type { Clock, NormalizedSpec, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
+import { readInteger, readPositiveDuration, readPositiveInteger } from './validation'
+import { type Waitable, WaitQueue } from './wait-queue'
 
-class SlidingWindowLimiter implements RateLimiter, Paceable {
+type SlidingWindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' }>
+
+/** Most slots a window may be cut into: every key keeps `slots + 1` counters. */
+const MAX_SLOTS = 10_000
+
+class SlidingWindowLimiter implements RateLimiter, Waitable {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -25,7 +23,7 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   private readonly counts: number[]
   private head = Number.NEGATIVE_INFINITY
   // Made on the first `acquire`: most limiters (one per client key in a store) never wait.
-  private pacer: Pacer | undefined
+  private queue: WaitQueue | undefined
   // The sum of the rolling window as of `cachedGeneration`: it only changes when a slot
   // boundary passes or permits are taken or refunded, so a burst of decisions within one
   // slot sums the ring once instead of on every call.
@@ -82,7 +80,7 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
   }
 
   private get waiting(): boolean {
-    return this.pacer !== undefined && this.pacer.size !== 0
+    return this.queue !== undefined && this.queue.size !== 0
   }
 
   tryAcquire(permits = 1): boolean {
@@ -148,9 +146,23 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
     return 0
   }
 
-  refund(permits = 1): void {
+  receipt(): number {
+    return this.head
+  }
+
+  refund(permits = 1, receipt?: number): void {
     if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.refund', permits)
     const generation = this.generationAt(this.clock.now())
+    if (receipt !== undefined) {
+      // Only the slot the permits were taken in, and only while it still counts: once
+      // it has left the window its permits are free anyway.
+      const count = this.countOf(receipt)
+      if (receipt < generation - this.slots || count === 0) return
+      this.counts[this.indexOf(receipt)] = count - Math.min(count, permits)
+      this.cachedGeneration = Number.NaN
+      if (this.waiting) this.queue!.drain()
+      return
+    }
     let left = permits
     // Newest first: the permits most likely to be the ones being handed back.
     for (let g = generation; g >= generation - this.slots && left > 0; g--) {
@@ -161,13 +173,42 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
       left -= back
     }
     this.cachedGeneration = Number.NaN
-    if (this.waiting) this.pacer!.drain()
+    if (this.waiting) this.queue!.drain()
   }
 
   acquire(permits = 1, options?: WaitOptions): Promise<void> {
-    this.pacer ??= new Pacer(this, this.clock)
-    return this.pacer.acquire('slidingWindow.acquire', permits, options)
+    this.queue ??= new WaitQueue(this, this.clock)
+    return this.queue.acquire('slidingWindow.acquire', permits, options, this.limit)
   }
+}
+
+/** The sliding window's entry in the algorithm registry. */
+export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowSpec> = {
+  algorithm: 'sliding-window',
+  factory: 'slidingWindow',
+  timed: true,
+  options: ['limit', 'window', 'slots'],
+  normalize(options, label, prefix = '') {
+    return {
+      algorithm: 'sliding-window',
+      limit: readPositiveInteger(label, `${prefix}limit`, options.limit),
+      window: readPositiveDuration(label, `${prefix}window`, options.window, '1s'),
+      slots:
+        options.slots === undefined
+          ? 10
+          : readInteger(
+              label,
+              `${prefix}slots`,
+              options.slots,
+              1,
+              `an integer from 1 to ${MAX_SLOTS}`,
+              MAX_SLOTS,
+            ),
+    }
+  },
+  create(spec, name, clock) {
+    return new SlidingWindowLimiter(name, clock, spec.limit, spec.window, spec.slots)
+  },
 }
 
 /**
@@ -187,13 +228,5 @@ class SlidingWindowLimiter implements RateLimiter, Paceable {
  * ```
  */
 export function slidingWindow(options: SlidingWindowOptions): RateLimiter {
-  const factory = 'slidingWindow'
-  requireOptions(factory, options)
-  return new SlidingWindowLimiter(
-    readName(factory, options, 'sliding-window'),
-    readClock(factory, options),
-    readPositiveInteger(factory, 'limit', options.limit),
-    readPositiveDuration(factory, 'window', options.window, '1s'),
-    options.slots === undefined ? 10 : readPositiveInteger(factory, 'slots', options.slots),
-  )
+  return buildLimiter(slidingWindowAlgorithm, options) as RateLimiter
 }

@@ -1,12 +1,36 @@
-import { ConstantGcraLimiter } from './gcra'
-import {
-  readClock,
-  readName,
-  readPositiveDuration,
-  readPositiveInteger,
-  requireOptions,
-} from './options'
-import type { RateLimiter, TokenBucketOptions } from './types'
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import { ConstantGcraLimiter, readGcraWindow } from './gcra'
+import type { NormalizedSpec, RateLimiter, TokenBucketOptions } from './types'
+import { readPositiveInteger } from './validation'
+
+type TokenBucketSpec = Extract<NormalizedSpec, { algorithm: 'token-bucket' }>
+
+/** The token bucket's entry in the algorithm registry. */
+export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketSpec> = {
+  algorithm: 'token-bucket',
+  factory: 'tokenBucket',
+  timed: true,
+  options: ['limit', 'window', 'capacity'],
+  normalize(options, label, prefix = '') {
+    const limit = readPositiveInteger(label, `${prefix}limit`, options.limit)
+    const capacity =
+      options.capacity === undefined
+        ? limit
+        : readPositiveInteger(label, `${prefix}capacity`, options.capacity)
+    const window = readGcraWindow(label, prefix, options.window, Math.max(limit, capacity))
+    return { algorithm: 'token-bucket', limit, window, capacity }
+  },
+  create(spec, name, clock) {
+    return new ConstantGcraLimiter({
+      factory: 'tokenBucket',
+      name,
+      clock,
+      limit: spec.limit,
+      windowMs: spec.window,
+      capacity: spec.capacity,
+    })
+  },
+}
 
 /**
  * A token bucket as GCRA: `limit` permits per `window` (default `'1s'`) on average,
@@ -26,18 +50,5 @@ import type { RateLimiter, TokenBucketOptions } from './types'
  * ```
  */
 export function tokenBucket(options: TokenBucketOptions): RateLimiter {
-  const factory = 'tokenBucket'
-  requireOptions(factory, options)
-  const limit = readPositiveInteger(factory, 'limit', options.limit)
-  return new ConstantGcraLimiter({
-    factory,
-    limit,
-    windowMs: readPositiveDuration(factory, 'window', options.window, '1s'),
-    capacity:
-      options.capacity === undefined
-        ? limit
-        : readPositiveInteger(factory, 'capacity', options.capacity),
-    name: readName(factory, options, 'token-bucket'),
-    clock: readClock(factory, options),
-  })
+  return buildLimiter(tokenBucketAlgorithm, options) as RateLimiter
 }

@@ -43,8 +43,20 @@ export interface RateLimiter extends Limiter {
   retryAfterMs(permits?: number): number
   /** Milliseconds until the limiter is back to fresh (full). */
   resetMs(): number
-  /** Gives back permits taken earlier; never lifts the limiter above fresh. */
-  refund(permits?: number): void
+  /**
+   * Gives back permits taken earlier; never lifts the limiter above fresh. With the
+   * `receipt` of the take (see {@link RateLimiter.receipt}), only permits that still count
+   * come back: permits whose window, slot or bucket period has passed are gone already,
+   * and refunding them would credit a later period. Without one, the permits are taken to
+   * be the most recent ones.
+   */
+  refund(permits?: number, receipt?: number): void
+  /**
+   * Identifies the permits of the latest successful `tryAcquire` (or `acquire`): the
+   * window (fixed window), slot (sliding window) or theoretical arrival time (GCRA) they
+   * count in. Pass it to `refund` to give back only what still counts.
+   */
+  receipt(): number
   /** Waits (FIFO) until `permits` are taken, up to `timeout`, cancellable by `signal`. */
   acquire(permits?: number, options?: WaitOptions): Promise<void>
 }
@@ -146,6 +158,26 @@ export type LimiterSpec =
   | SpecOf<'warm-up', WarmUpTokenBucketOptions>
   | SpecOf<'concurrency', ConcurrencyOptions>
 
+/**
+ * The name of a limiter algorithm, as a {@link LimiterSpec} gives it: `'token-bucket'`,
+ * `'leaky-bucket'`, `'sliding-window'`, `'fixed-window'`, `'warm-up'` or `'concurrency'`.
+ */
 export type Algorithm = LimiterSpec['algorithm']
+
+/**
+ * A {@link LimiterSpec} as `normalizeSpec` returns it: validated, durations in
+ * milliseconds, every default filled in and no `name`. Two specs that describe the same
+ * limiter normalize to equal objects, which is what lets a store tell policies apart by value.
+ */
+export type NormalizedSpec =
+  | { algorithm: 'token-bucket'; limit: number; window: number; capacity: number }
+  | { algorithm: 'leaky-bucket'; limit: number; window: number }
+  | { algorithm: 'sliding-window'; limit: number; window: number; slots: number }
+  | { algorithm: 'fixed-window'; limit: number; window: number }
+  | { algorithm: 'warm-up'; limit: number; window: number; capacity: number; warmUp: number }
+  | { algorithm: 'concurrency'; max: number; maxQueue: number }
+
+/** The normalized specs of the five time-based limiters. */
+export type NormalizedRateSpec = Exclude<NormalizedSpec, { algorithm: 'concurrency' }>
 /** The specs of the five time-based limiters. */
 export type RateLimiterSpec = Exclude<LimiterSpec, { algorithm: 'concurrency' }>

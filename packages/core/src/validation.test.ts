@@ -107,13 +107,13 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     'slots 0',
     () => slidingWindow({ limit: 1, slots: 0 }),
     RangeError,
-    'slidingWindow: "slots" must be a positive integer, got 0',
+    'slidingWindow: "slots" must be an integer from 1 to 10000, got 0',
   ],
   [
     'slots fraction',
     () => slidingWindow({ limit: 1, slots: 2.5 }),
     RangeError,
-    'slidingWindow: "slots" must be a positive integer, got 2.5',
+    'slidingWindow: "slots" must be an integer from 1 to 10000, got 2.5',
   ],
   [
     'warmUp missing',
@@ -162,6 +162,69 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     () => concurrency({ max: 1, name: 7 as never }),
     TypeError,
     'concurrency: "name" must be a non-empty string, got 7',
+  ],
+  // Issue 11: misspelt options used to be ignored, silently leaving the default in force.
+  [
+    'windowMs instead of window',
+    () => tokenBucket({ limit: 100, windowMs: 60_000 } as never),
+    TypeError,
+    'tokenBucket: unknown option "windowMs" (did you mean "window"?)',
+  ],
+  [
+    'misspelt capacity',
+    () => warmUpTokenBucket({ limit: 1, warmUp: '1s', capasity: 5 } as never),
+    TypeError,
+    'warmUpTokenBucket: unknown option "capasity" (did you mean "capacity"?)',
+  ],
+  [
+    'option from another algorithm',
+    () => leakyBucket({ limit: 1, capacity: 5 } as never),
+    TypeError,
+    'leakyBucket: unknown option "capacity"',
+  ],
+  [
+    'misspelt maxQueue',
+    () => concurrency({ max: 1, maxqueue: 5 } as never),
+    TypeError,
+    'concurrency: unknown option "maxqueue" (did you mean "maxQueue"?)',
+  ],
+  // Issue 10: capacity × window past 2^53 ticks admitted everything.
+  [
+    'window too long to count exactly',
+    () => tokenBucket({ limit: 1, window: Number.MAX_VALUE }),
+    RangeError,
+    `tokenBucket: "window" must be at most ${2 ** 53} ms, got ${Number.MAX_VALUE}`,
+  ],
+  [
+    'capacity × window past 2^53',
+    () => tokenBucket({ limit: 1, capacity: 2 ** 30, window: '1d' }),
+    RangeError,
+    `tokenBucket: "window" in milliseconds times the limit or capacity (${2 ** 30}) must be at most 2^53 so counting stays exact, got "1d"`,
+  ],
+  [
+    'limit past 2^53',
+    () => slidingWindow({ limit: 2 ** 60 }),
+    RangeError,
+    `slidingWindow: "limit" must be a positive integer, got ${2 ** 60}`,
+  ],
+  [
+    'slots beyond memory sense',
+    () => slidingWindow({ limit: 1, slots: 1e9 }),
+    RangeError,
+    'slidingWindow: "slots" must be an integer from 1 to 10000, got 1000000000',
+  ],
+  // Issue 11: null meant "no warm-up" while undefined was refused.
+  [
+    'warmUp null',
+    () => warmUpTokenBucket({ limit: 1, warmUp: null as never }),
+    RangeError,
+    `warmUpTokenBucket: "warmUp" ${DURATION_RULE}, got null`,
+  ],
+  [
+    'name past 128 characters',
+    () => tokenBucket({ limit: 1, name: 'n'.repeat(1 << 20) }),
+    RangeError,
+    `tokenBucket: "name" must be at most 128 characters, got "${'n'.repeat(61)}..."`,
   ],
   [
     'clock not a clock',

@@ -1,15 +1,10 @@
-import { type GcraConfig, GcraLimiter } from './gcra'
-import {
-  invalidPermits,
-  isPermitCount,
-  readClock,
-  readDuration,
-  readName,
-  readPositiveDuration,
-  readPositiveInteger,
-  requireOptions,
-} from './options'
-import type { RateLimiter, WarmUpTokenBucketOptions } from './types'
+import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import { type GcraConfig, GcraLimiter, readGcraWindow } from './gcra'
+import { invalidPermits, isPermitCount } from './options'
+import type { NormalizedSpec, RateLimiter, WarmUpTokenBucketOptions } from './types'
+import { readDuration, readPositiveInteger } from './validation'
+
+type WarmUpSpec = Extract<NormalizedSpec, { algorithm: 'warm-up' }>
 
 /** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
 const COLD_FACTOR = 3
@@ -104,6 +99,43 @@ class WarmUpLimiter extends GcraLimiter {
   }
 }
 
+/** The warm-up token bucket's entry in the algorithm registry. */
+export const warmUpAlgorithm: AlgorithmDefinition<WarmUpSpec> = {
+  algorithm: 'warm-up',
+  factory: 'warmUpTokenBucket',
+  timed: true,
+  options: ['limit', 'window', 'capacity', 'warmUp'],
+  normalize(options, label, prefix = '') {
+    const limit = readPositiveInteger(label, `${prefix}limit`, options.limit)
+    const capacity =
+      options.capacity === undefined
+        ? limit
+        : readPositiveInteger(label, `${prefix}capacity`, options.capacity)
+    // The cold interval is 3·T, so the kernel's largest product is 3·window ticks.
+    const window = readGcraWindow(label, prefix, options.window, Math.max(limit, capacity, 3))
+    if (options.warmUp === undefined) {
+      throw new TypeError(
+        `${label}: "${prefix}warmUp" is required (a duration such as '30s'), got undefined`,
+      )
+    }
+    const warmUp = readDuration(label, `${prefix}warmUp`, options.warmUp)
+    return { algorithm: 'warm-up', limit, window, capacity, warmUp }
+  },
+  create(spec, name, clock) {
+    return new WarmUpLimiter(
+      {
+        factory: 'warmUpTokenBucket',
+        name,
+        clock,
+        limit: spec.limit,
+        windowMs: spec.window,
+        capacity: spec.capacity,
+      },
+      spec.warmUp,
+    )
+  },
+}
+
 /**
  * A token bucket that starts cold: its interval starts at 3·T (a third of the rate) and
  * shrinks linearly to T = window/limit over `warmUp`, measured from creation. The burst
@@ -118,21 +150,5 @@ class WarmUpLimiter extends GcraLimiter {
  * ```
  */
 export function warmUpTokenBucket(options: WarmUpTokenBucketOptions): RateLimiter {
-  const factory = 'warmUpTokenBucket'
-  requireOptions(factory, options)
-  const limit = readPositiveInteger(factory, 'limit', options.limit)
-  const windowMs = readPositiveDuration(factory, 'window', options.window, '1s')
-  const capacity =
-    options.capacity === undefined
-      ? limit
-      : readPositiveInteger(factory, 'capacity', options.capacity)
-  if (options.warmUp === undefined) {
-    throw new TypeError(
-      `${factory}: "warmUp" is required (a duration such as '30s'), got undefined`,
-    )
-  }
-  const warmUpMs = readDuration(factory, 'warmUp', options.warmUp, 0)
-  const name = readName(factory, options, 'warm-up')
-  const clock = readClock(factory, options)
-  return new WarmUpLimiter({ factory, name, clock, limit, windowMs, capacity }, warmUpMs)
+  return buildLimiter(warmUpAlgorithm, options) as RateLimiter
 }

@@ -3,14 +3,16 @@ import { neverError } from './gcra'
 import { invalidPermits, isPermitCount, readWaitOptions } from './options'
 import type { Clock, WaitOptions } from './types'
 
-/** What a window limiter lends its {@link Pacer}. */
-export interface Paceable {
+/** What a limiter lends its {@link WaitQueue}. */
+export interface Waitable {
   readonly name: string
-  readonly limit: number
-  /** Takes `permits` if the window has room now, ignoring queued waiters. */
+  /** Takes `permits` if there is room now, ignoring queued waiters. */
   take(permits: number): boolean
-  /** Milliseconds until `take(permits)` would pass with no further traffic. */
-  delay(permits: number): number
+  /**
+   * Milliseconds until `take(permits)` would pass with no further traffic, or `undefined`
+   * when time alone frees nothing (a bulkhead waits for releases, which call `drain`).
+   */
+  delay(permits: number): number | undefined
 }
 
 interface Waiter {
@@ -26,19 +28,21 @@ interface Waiter {
 const ignore = (): void => {}
 
 /**
- * The FIFO wait queue of the window limiters, which cannot reserve future permits the
- * way GCRA can. Only the head of the queue is served, and the owner's `tryAcquire`
- * refuses while anyone waits, so a steady stream of `tryAcquire` callers cannot starve
- * a waiter. One clock sleep at a time wakes the queue when the head's permits free up;
- * each waiter with a timeout has its own sleep, cancelled when it settles.
+ * The FIFO queue of callers waiting for permits, shared by the window limiters and the
+ * concurrency limiter (GCRA limiters reserve future permits instead). Only the head is
+ * served, and the owner's `tryAcquire` refuses while anyone waits, so a steady stream of
+ * `tryAcquire` callers cannot starve a waiter. For a time-based owner, one clock sleep at
+ * a time wakes the queue when the head's permits free up; a concurrency owner calls
+ * `drain` on each release. Each waiter with a timeout has its own sleep, cancelled when
+ * it settles.
  */
-export class Pacer {
+export class WaitQueue {
   private readonly waiters = new Set<Waiter>()
   private wake: AbortController | undefined
   private wakeAt = Number.POSITIVE_INFINITY
 
   constructor(
-    private readonly owner: Paceable,
+    private readonly owner: Waitable,
     private readonly clock: Clock,
   ) {}
 
@@ -48,23 +52,28 @@ export class Pacer {
   }
 
   /**
-   * The window limiters' `acquire`: validates its arguments (errors name `method`), then
+   * A rate limiter's `acquire`: validates its arguments (errors name `method`), then
    * waits. Async, so bad arguments reject rather than throw, as `acquire` promises.
    */
-  async acquire(method: string, permits: number, options: WaitOptions | undefined): Promise<void> {
+  async acquire(
+    method: string,
+    permits: number,
+    options: WaitOptions | undefined,
+    capacity: number,
+  ): Promise<void> {
     if (!isPermitCount(permits)) throw invalidPermits(method, permits)
     const { timeoutMs, signal } = readWaitOptions(method, options)
     signal?.throwIfAborted()
-    const { name, limit } = this.owner
-    if (permits > limit) throw neverError(name, permits, limit)
+    if (permits > capacity) throw neverError(this.owner.name, permits, capacity)
     return this.wait(permits, timeoutMs, signal)
   }
 
-  /** Waits for `permits` (already validated, ≤ the limit) up to `timeoutMs`. */
+  /** Waits for `permits` (already validated, ≤ the capacity) up to `timeoutMs`. */
   wait(permits: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
     if (this.waiters.size === 0 && this.owner.take(permits)) return Promise.resolve()
-    // Even with nobody ahead the permits are this far away: fail fast, don't sleep.
-    const delay = this.owner.delay(permits)
+    // Even with nobody ahead the permits are this far away: fail fast, don't sleep. Without
+    // a time axis the only wait known to be hopeless is none at all.
+    const delay = this.owner.delay(permits) ?? (timeoutMs === 0 ? Number.POSITIVE_INFINITY : 0)
     if (delay > timeoutMs) return Promise.reject(this.timeoutError(permits, timeoutMs, delay))
     return new Promise<void>((resolve, reject) => {
       const timer = timeoutMs === Number.POSITIVE_INFINITY ? undefined : new AbortController()
@@ -86,7 +95,7 @@ export class Pacer {
     })
   }
 
-  /** Serves the queue head while it fits; otherwise sleeps until it could. */
+  /** Serves the queue head while it fits; otherwise sleeps until it could (time-based owners). */
   drain(): void {
     for (let head = this.head(); head !== undefined; head = this.head()) {
       if (this.owner.take(head.permits)) {
@@ -95,6 +104,7 @@ export class Pacer {
         continue
       }
       const delay = this.owner.delay(head.permits)
+      if (delay === undefined) break
       if (this.clock.now() + delay > head.deadline) {
         this.settle(head)
         head.reject(this.timeoutError(head.permits, undefined, delay))
@@ -139,6 +149,7 @@ export class Pacer {
     const wasHead = this.head() === waiter
     this.settle(waiter)
     waiter.reject(waiter.signal?.reason)
+    // A large request at the head may have been holding back smaller ones behind it.
     if (wasHead) this.drain()
   }
 
@@ -146,19 +157,22 @@ export class Pacer {
     // Serve first: permits that free up exactly at the deadline still count.
     this.drain()
     if (!this.waiters.has(waiter)) return
+    const wasHead = this.head() === waiter
     this.settle(waiter)
     waiter.reject(this.timeoutError(waiter.permits, timeoutMs, this.owner.delay(waiter.permits)))
+    if (wasHead) this.drain()
   }
 
   private timeoutError(
     permits: number,
     timeoutMs: number | undefined,
-    delay: number,
+    delay: number | undefined,
   ): RateLimitError {
     const within = timeoutMs === undefined ? 'before the timeout' : `within ${timeoutMs} ms`
     return new RateLimitError('ERR_SLUICE_TIMEOUT', {
       limiter: this.owner.name,
-      retryAfterMs: delay,
+      // A bulkhead cannot tell when a slot frees: 0 means unknown.
+      retryAfterMs: delay ?? 0,
       message: `${this.owner.name}: ${permits} permit(s) not available ${within}`,
     })
   }

@@ -1,0 +1,44 @@
+import type { Clock, ConcurrencyLimiter, NormalizedSpec, RateLimiter } from './types'
+import { readClock, readName, readOptions } from './validation'
+
+/**
+ * How one algorithm is described, validated and built: the entry the registry in
+ * `algorithms.ts` keeps for each of the six. Adding an algorithm means one such entry (in
+ * the algorithm's own file) and a line in the registry.
+ */
+export interface AlgorithmDefinition<S extends NormalizedSpec = NormalizedSpec> {
+  readonly algorithm: S['algorithm']
+  /** The factory users call (`tokenBucket`): what validation messages name by default. */
+  readonly factory: string
+  /** Whether the limiter has a time axis (a `RateLimiter`) or counts permits in flight. */
+  readonly timed: boolean
+  /** The spec options it reads, besides `algorithm`, `name` and `clock`. */
+  readonly options: readonly string[]
+  /**
+   * Validates options and fills in defaults. Messages read `${label}: "${prefix}option"`,
+   * so a caller validating one entry of a list names it (`rateLimit: "policies[1].limit"`).
+   * Unknown names are the caller's to check: it knows which others are legal there.
+   */
+  normalize(options: Readonly<Record<string, unknown>>, label: string, prefix?: string): S
+  /** Builds the limiter from a normalized spec. */
+  create(spec: S, name: string, clock: Clock): RateLimiter | ConcurrencyLimiter
+}
+
+/**
+ * What every factory does with its options: refuse unknown names (each algorithm's own
+ * plus `name` and `clock`), normalize, and build with the given name and clock.
+ */
+export function buildLimiter<S extends NormalizedSpec>(
+  definition: AlgorithmDefinition<S>,
+  options: object,
+): RateLimiter | ConcurrencyLimiter {
+  const { factory } = definition
+  const given = readOptions(factory, options, [...definition.options, 'name', 'clock']) as Readonly<
+    Record<string, unknown>
+  >
+  return definition.create(
+    definition.normalize(given, factory),
+    readName(factory, 'name', given.name, definition.algorithm),
+    readClock(factory, 'clock', given.clock),
+  )
+}
