@@ -1,4 +1,5 @@
-export { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
+export { ALGORITHMS, algorithmDefinition, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
+export type { AlgorithmDefinition } from './algorithm'
 export { type BulkheadedOptions, bulkheaded } from './bulkheaded'
 export { ManualClock, systemClock } from './clock'
 export { isCompact } from './compact'

@@ -1,27 +1,21 @@
-export type { RequestAccessors, ResponseAccessors } from './accessors'
-export { type BulkheadDecision, BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
-export type { Decision, RateLimitInfo } from './decision'
+/**
+ * Framework-neutral HTTP rate limiting for sluice: key extractors, the per-key memory
+ * store, RateLimit headers and the `Store` contract. Users of a framework install its
+ * adapter (`@sluice/express`, `@sluice/koa`, `@sluice/hono`, `@sluice/fastify`), which
+ * re-exports what they need from here; adapter and store authors use `@sluice/http/adapter`.
+ *
+ * @module
+ */
 export {
-  createHeaderWriter,
-  type HeaderMode,
-  type HeaderWriter,
-  retryAfterSeconds,
-  toSeconds,
-} from './headers'
+  type AdaptiveLimitEvent,
+  type BulkheadEvent,
+  CHANNELS,
+  type RateLimitEvent,
+  type StoreEvent,
+} from './events'
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
+export type { MaybePromise } from './maybe-promise'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'
-export {
-  compilePolicies,
-  type PoliciesOptions,
-  type PolicyOptions,
-  type RateAlgorithm,
-} from './policy'
-export {
-  type LimitedBody,
-  RateLimitEngine,
-  type RateLimitOptions,
-  type WaitOptions,
-} from './rate-limit-engine'
+export type { BlockOptions, PoliciesOptions, PolicyOptions, RateAlgorithm } from './policy'
 export type * from './store'
-export { emitWarning, enabledChecks, type ValidateOption } from './warnings'

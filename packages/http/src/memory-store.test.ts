@@ -1,13 +1,15 @@
 import { ManualClock } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { runStoreContract } from '../test/store-contract'
 import { memoryStore } from './memory-store'
-import { compilePolicies, concurrencyPolicy } from './policy'
+import { compilePolicy, concurrencyPolicy, type PolicyOptions } from './policy'
+import { runStoreContract } from './testing/store-contract'
 
-runStoreContract('memoryStore', () => memoryStore())
+const contractClock = new ManualClock()
+runStoreContract('memoryStore', () => memoryStore({ clock: contractClock }), {
+  advance: (ms) => contractClock.advance(ms),
+})
 
-const policyOf = (options: Parameters<typeof compilePolicies>[0]) =>
-  compilePolicies(options, 'test')[0]!
+const policyOf = (options: PolicyOptions) => compilePolicy(options, 'test')
 
 describe('memoryStore', () => {
   it('answers synchronously', () => {
@@ -123,18 +125,15 @@ describe('memoryStore', () => {
     expect(store.inFlight).toBe(0)
   })
 
-  it('refuses two different policies under one name, and shares a budget under one spec', () => {
+  it('keeps two different policies under one name apart, and shares a budget under one spec', () => {
     const store = memoryStore()
     const tight = policyOf({ name: 'api', limit: 1, window: '1m' })
     const loose = policyOf({ name: 'api', limit: 5, window: '1m' })
     const twin = policyOf({ name: 'api', limit: 1, window: '1m' })
     expect(store.take('k', [tight], 1).allowed).toBe(true)
     expect(store.take('k', [twin], 1).allowed).toBe(false)
-    expect(() => store.take('k', [loose], 1)).toThrow(
-      new TypeError(
-        'memoryStore: two different policies are named "api"; give each policy sharing a store its own name',
-      ),
-    )
+    // Issue 10: this answered 500 on every request, after the first policy took a permit.
+    expect(store.take('k', [loose], 1).results[0]?.remaining).toBe(4)
   })
 
   it('validates its options', () => {
@@ -146,6 +145,16 @@ describe('memoryStore', () => {
     )
     expect(() => memoryStore(null as unknown as {})).toThrow(
       new TypeError('memoryStore: options must be an object, got null'),
+    )
+    // Issue 11: a misspelt option was ignored; a huge maxKeys failed on every request.
+    expect(() => memoryStore({ maxkeys: 10 } as never)).toThrow(
+      new TypeError('memoryStore: unknown option "maxkeys" (did you mean "maxKeys"?)'),
+    )
+    expect(() => memoryStore({ maxKeys: 1e308 })).toThrow(
+      new RangeError('memoryStore: "maxKeys" must be a positive integer, got 1e+308'),
+    )
+    expect(() => memoryStore({ maxKeys: 2 ** 40 })).toThrow(
+      new RangeError(`memoryStore: "maxKeys" must be at most 10000000, got ${2 ** 40}`),
     )
   })
 })

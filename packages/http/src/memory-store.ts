@@ -4,17 +4,19 @@ import {
   type ConcurrencyLimiter,
   createLimiter,
   isCompact,
+  type NormalizedRateSpec,
   type RateLimiter,
-  type RateLimiterSpec,
-  systemClock,
 } from '@sluice/core'
+import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { LRUCache } from 'lru-cache'
-import type { Lease, Policy, PolicyResult, Store, TakeResult } from './store'
-import { describe, positiveInteger } from './validate'
+import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Most client keys each time-based policy keeps state for (an LRU). Default 100,000. */
+  /**
+   * Most client keys each time-based policy keeps state for (an LRU). Default 100,000.
+   * At most 10,000,000: the LRU sizes its index for this many keys up front.
+   */
   maxKeys?: number
   /** Time source for the limiters (pass a `ManualClock` in tests). Default `systemClock`. */
   clock?: Clock
@@ -23,19 +25,35 @@ export interface MemoryStoreOptions {
 /** The in-process store: every method answers synchronously. */
 export interface MemoryStore extends Store {
   take(key: string, policies: readonly Policy[], cost: number): TakeResult
-  refund(key: string, policies: readonly Policy[], cost: number): void
+  refund(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    receipts?: readonly (number | undefined)[],
+  ): void
   release(key: string, policy: Policy, lease: Lease): void
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[]
   reset(key: string, policies?: readonly Policy[]): void
+  resetAll(): void
   /** Keys holding time-based state, summed over policies (each keeps at most `maxKeys`). */
   readonly size: number
   /** Concurrency permits currently held, over all keys. */
   readonly inFlight: number
 }
 
+/** lru-cache allocates its index for `max` keys at once; beyond this it would be gigabytes. */
+const MAX_KEYS = 10_000_000
+
 interface HeldSlots {
   readonly limiter: ConcurrencyLimiter
   readonly leases: Set<string>
+}
+
+/** A key's penalty state under one policy: refusals counted since `since`, blocked until `until`. */
+interface Strikes {
+  count: number
+  since: number
+  until: number
 }
 
 const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency'
@@ -65,46 +83,42 @@ class OperationClock implements Clock {
 /**
  * One time-based policy's keys. Compact policies (token bucket, leaky bucket, fixed
  * window) keep one number per key and decide with a single shared limiter; the others
- * keep a limiter per key.
+ * keep a limiter per key. A policy with a penalty also keeps each refused key's strikes.
  */
 class PolicyTable {
   readonly policy: Policy
-  readonly #spec: string
-  readonly #twins = new WeakSet<Policy>()
+  readonly #spec: NormalizedRateSpec
   readonly #compact: CompactRateLimiter | undefined
-  readonly #clock: Clock
+  readonly #clock: OperationClock
   readonly #entries: LRUCache<string, number | RateLimiter>
+  readonly #strikes: LRUCache<string, Strikes> | undefined
   /** A warm-up limiter's state is its age, so a recreated one would start cold again. */
   readonly #ageless: boolean
 
   constructor(policy: Policy, clock: OperationClock, maxKeys: number, origin: number) {
     this.policy = policy
-    this.#spec = JSON.stringify(policy.spec)
+    this.#spec = policy.spec as NormalizedRateSpec
     this.#clock = clock
-    const shared = createLimiter(policy.spec as RateLimiterSpec, clock)
+    const shared = createLimiter(this.#spec, clock)
     this.#compact = isCompact(shared) ? shared : undefined
     this.#ageless = policy.spec.algorithm === 'warm-up'
+    // TTLs are measured on the limiters' clock. lru-cache reads a start time of 0 as
+    // "no TTL", so times are shifted to start at 1. A positive ttlResolution would cache
+    // now() behind a setTimeout: no timers here.
+    const perf = { now: () => clock.time - origin + 1 }
     this.#entries = new LRUCache<string, number | RateLimiter>({
       max: maxKeys,
-      // A positive ttlResolution would cache now() behind a setTimeout: no timers here.
       ttlResolution: 0,
-      // TTLs are measured on the limiters' clock. lru-cache reads a start time of 0 as
-      // "no TTL", so times are shifted to start at 1.
-      perf: { now: () => clock.time - origin + 1 },
+      perf,
     })
+    this.#strikes =
+      policy.block === undefined
+        ? undefined
+        : new LRUCache<string, Strikes>({ max: maxKeys, ttlResolution: 0, perf })
   }
 
   get size(): number {
     return this.#entries.size
-  }
-
-  /** Whether `policy` is the one this table was made for (same name, same spec). */
-  accepts(policy: Policy): boolean {
-    if (policy === this.policy || this.#twins.has(policy)) return true
-    // Another middleware compiled the same options: compare once, then remember it.
-    if (JSON.stringify(policy.spec) !== this.#spec) return false
-    this.#twins.add(policy)
-    return true
   }
 
   /** The key's limiter, loaded with its state (fresh when the key is unknown or expired). */
@@ -116,7 +130,7 @@ class PolicyTable {
       compact.loadState(compact.freshState)
       return compact
     }
-    const fresh = createLimiter(this.policy.spec as RateLimiterSpec, this.#clock)
+    const fresh = createLimiter(this.#spec, this.#clock)
     // Stored at once: a warm-up limiter's age counts from its first sight.
     if (this.#ageless) this.#entries.set(key, fresh, { ttl: 0 })
     return fresh
@@ -148,8 +162,40 @@ class PolicyTable {
     this.#entries.set(key, compact === undefined ? limiter : compact.saveState(), { ttl })
   }
 
+  /** Milliseconds the key stays blocked (0: not blocked). */
+  blockedFor(key: string): number {
+    const strikes = this.#strikes?.get(key)
+    if (strikes === undefined) return 0
+    const left = strikes.until - this.#clock.time
+    return left > 0 ? left : 0
+  }
+
+  /**
+   * Counts a refusal against the key's penalty: the `after`th refusal within one window
+   * of the first starts a block. Returns the block's length, or 0.
+   */
+  strike(key: string, block: Penalty): number {
+    const strikes = this.#strikes!
+    const now = this.#clock.time
+    let state = strikes.get(key)
+    if (state === undefined || now - state.since >= this.policy.windowMs) {
+      state = { count: 0, since: now, until: 0 }
+    }
+    state.count++
+    if (state.count >= block.after) {
+      state.count = 0
+      state.since = now
+      state.until = now + block.forMs
+    }
+    // Kept while it can still matter: until the block ends or the strikes' window closes.
+    const ttl = Math.max(state.until, state.since + this.policy.windowMs) - now
+    strikes.set(key, state, { ttl: Math.max(1, Math.ceil(ttl)) })
+    return state.until > now ? block.forMs : 0
+  }
+
   delete(key: string): void {
     this.#entries.delete(key)
+    this.#strikes?.delete(key)
   }
 }
 
@@ -167,11 +213,9 @@ class PolicyTable {
  * - When a policy's LRU is full, a new key evicts the least recently used one and that key
  *   starts over with a fresh budget. A hot key is used constantly, so it stays at the
  *   recent end and is only evicted if more than `maxKeys` other keys arrive between two of
- *   its requests: a flood of spoofed keys cannot push out a client that keeps talking
- *   unless it outpaces that client by `maxKeys` to one. Size `maxKeys` above the distinct
- *   clients you expect within one window.
- * - Policies are told apart by name: two different specs under one name in one store are
- *   refused with a TypeError.
+ *   its requests. Size `maxKeys` above the distinct clients you expect within one window.
+ * - Policies are kept apart by name and spec: two middlewares whose policies differ never
+ *   share state, whatever their names.
  *
  * @example
  * ```ts
@@ -180,15 +224,16 @@ class PolicyTable {
  * ```
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new TypeError(`memoryStore: options must be an object, got ${describe(options)}`)
+  const factory = 'memoryStore'
+  readOptions(factory, options, ['maxKeys', 'clock'])
+  const maxKeys =
+    options.maxKeys === undefined
+      ? 100_000
+      : readPositiveInteger(factory, 'maxKeys', options.maxKeys)
+  if (maxKeys > MAX_KEYS) {
+    throw new RangeError(`${factory}: "maxKeys" must be at most ${MAX_KEYS}, got ${maxKeys}`)
   }
-  const maxKeys = positiveInteger('memoryStore', 'maxKeys', options.maxKeys ?? 100_000)
-  const clock = options.clock ?? systemClock
-  if (typeof clock !== 'object' || typeof clock.now !== 'function') {
-    throw new TypeError(`memoryStore: "clock" must be an object with now(), got ${describe(clock)}`)
-  }
-  return new InMemoryStore(maxKeys, clock)
+  return new InMemoryStore(maxKeys, readClock(factory, 'clock', options.clock))
 }
 
 class InMemoryStore implements MemoryStore {
@@ -219,25 +264,33 @@ class InMemoryStore implements MemoryStore {
   }
 
   take(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    this.#clock.time = this.#source.now()
     if (policies.length === 1) return this.#takeOne(key, policies[0]!, cost)
+    // Tables first: making one allocates the LRU, which must not happen between reading
+    // the clock and deciding.
     const tables = policies.map((policy) =>
       isConcurrency(policy) ? undefined : this.#table(policy),
     )
+    this.#clock.time = this.#source.now()
     // Each policy has its own table (and compact limiter), so all can be loaded at once.
     const limiters = policies.map((policy, i) =>
-      isConcurrency(policy) ? this.#slots(key, policy).limiter : tables[i]!.load(key),
+      tables[i] === undefined ? this.#slots(key, policy).limiter : tables[i].load(key),
     )
+    const blocked = tables.map((table) => table?.blockedFor(key) ?? 0)
     // Single-threaded: check every policy first, then take from all; nothing can change
     // in between, so a rejection normally has nothing to undo.
-    const admits = limiters.map((limiter) => limiter.availablePermits() >= cost)
+    const admits = limiters.map(
+      (limiter, i) => blocked[i] === 0 && limiter.availablePermits() >= cost,
+    )
     let allowed = admits.every(Boolean)
     const leases: (Lease | undefined)[] = []
+    const receipts: (number | undefined)[] = []
     if (allowed) {
       let taken = 0
       while (taken < policies.length && limiters[taken]!.tryAcquire(cost)) {
         const policy = policies[taken]!
+        const limiter = limiters[taken]!
         leases.push(isConcurrency(policy) ? this.#lease(key, policy, cost) : undefined)
+        receipts.push(isConcurrency(policy) ? undefined : (limiter as RateLimiter).receipt())
         taken++
       }
       if (taken < policies.length) {
@@ -250,9 +303,16 @@ class InMemoryStore implements MemoryStore {
           else this.release(key, policies[i]!, lease)
         }
         leases.length = 0
+        receipts.length = 0
       } else {
-        for (let i = 0; i < policies.length; i++) {
-          tables[i]?.save(key, limiters[i] as RateLimiter)
+        for (let i = 0; i < policies.length; i++) tables[i]?.save(key, limiters[i] as RateLimiter)
+      }
+    }
+    if (!allowed) {
+      for (let i = 0; i < policies.length; i++) {
+        const block = policies[i]!.block
+        if (!admits[i] && block !== undefined && blocked[i] === 0) {
+          blocked[i] = tables[i]!.strike(key, block)
         }
       }
     }
@@ -260,7 +320,16 @@ class InMemoryStore implements MemoryStore {
     return {
       allowed,
       results: policies.map((policy, i) =>
-        this.#result(policy, limiters[i]!, admits[i]!, allowed, cost, leases[i]),
+        this.#result(
+          policy,
+          limiters[i]!,
+          admits[i]!,
+          allowed,
+          cost,
+          blocked[i]!,
+          leases[i],
+          receipts[i],
+        ),
       ),
     }
   }
@@ -273,31 +342,50 @@ class InMemoryStore implements MemoryStore {
       if (!allowed) this.#dropIdleSlots(key, [policy])
       return {
         allowed,
-        results: [this.#result(policy, slots.limiter, allowed, allowed, cost, lease)],
+        results: [this.#result(policy, slots.limiter, allowed, allowed, cost, 0, lease, undefined)],
       }
     }
     const table = this.#table(policy)
+    this.#clock.time = this.#source.now()
     const limiter = table.load(key)
-    const allowed = limiter.tryAcquire(cost)
-    if (allowed) table.save(key, limiter)
-    return { allowed, results: [this.#result(policy, limiter, allowed, allowed, cost, undefined)] }
+    let blocked = policy.block === undefined ? 0 : table.blockedFor(key)
+    const allowed = blocked === 0 && limiter.tryAcquire(cost)
+    let receipt: number | undefined
+    if (allowed) {
+      receipt = limiter.receipt()
+      table.save(key, limiter)
+    } else if (policy.block !== undefined && blocked === 0) {
+      blocked = table.strike(key, policy.block)
+    }
+    return {
+      allowed,
+      results: [this.#result(policy, limiter, allowed, allowed, cost, blocked, undefined, receipt)],
+    }
   }
 
-  refund(key: string, policies: readonly Policy[], cost: number): void {
+  refund(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    receipts?: readonly (number | undefined)[],
+  ): void {
+    const tables = policies.map((policy) =>
+      isConcurrency(policy) ? undefined : this.#table(policy),
+    )
     this.#clock.time = this.#source.now()
-    for (const policy of policies) {
-      if (isConcurrency(policy)) continue
-      const table = this.#table(policy)
+    for (let i = 0; i < policies.length; i++) {
+      const table = tables[i]
+      if (table === undefined) continue
       const limiter = table.loadKnown(key)
       // No entry means the key expired (it was fresh) or was evicted: nothing to give back.
       if (limiter === undefined) continue
-      limiter.refund(cost)
+      limiter.refund(cost, receipts?.[i])
       table.save(key, limiter)
     }
   }
 
   release(key: string, policy: Policy, lease: Lease): void {
-    const slots = this.#held.get(key)?.get(policy.name)
+    const slots = this.#held.get(key)?.get(policy.id)
     if (slots === undefined || !slots.leases.delete(lease.id)) return
     slots.limiter.release(lease.permits)
     this.#inFlight -= lease.permits
@@ -305,13 +393,19 @@ class InMemoryStore implements MemoryStore {
   }
 
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[] {
+    const tables = policies.map((policy) =>
+      isConcurrency(policy) ? undefined : this.#table(policy),
+    )
     this.#clock.time = this.#source.now()
-    return policies.map((policy) => {
-      const limiter = isConcurrency(policy)
-        ? (this.#held.get(key)?.get(policy.name)?.limiter ?? this.#freshSlots(policy))
-        : this.#table(policy).load(key)
-      const allowed = limiter.availablePermits() >= 1
-      return this.#result(policy, limiter, allowed, allowed, 1, undefined)
+    return policies.map((policy, i) => {
+      const table = tables[i]
+      const limiter =
+        table === undefined
+          ? (this.#held.get(key)?.get(policy.id)?.limiter ?? this.#freshSlots(policy))
+          : table.load(key)
+      const blocked = table?.blockedFor(key) ?? 0
+      const allowed = blocked === 0 && limiter.availablePermits() >= 1
+      return this.#result(policy, limiter, allowed, allowed, 1, blocked, undefined, undefined)
     })
   }
 
@@ -324,32 +418,34 @@ class InMemoryStore implements MemoryStore {
       return
     }
     for (const policy of policies) {
-      this.#tables.get(policy.name)?.delete(key)
-      const slots = held?.get(policy.name)
+      this.#tables.get(policy.id)?.delete(key)
+      const slots = held?.get(policy.id)
       if (slots !== undefined) {
         this.#inFlight -= slots.limiter.inFlight
-        held!.delete(policy.name)
+        held!.delete(policy.id)
       }
     }
     if (held !== undefined && held.size === 0) this.#held.delete(key)
   }
 
-  /** The policy's table, made on first use; a different spec under a known name is refused. */
+  resetAll(): void {
+    this.#tables.clear()
+    this.#held.clear()
+    this.#inFlight = 0
+  }
+
+  /** The policy's table, made on first use. */
   #table(policy: Policy): PolicyTable {
-    const table = this.#tables.get(policy.name)
-    if (table !== undefined) {
-      if (table.accepts(policy)) return table
-      throw new TypeError(
-        `memoryStore: two different policies are named "${policy.name}"; give each policy sharing a store its own name`,
-      )
+    let table = this.#tables.get(policy.id)
+    if (table === undefined) {
+      table = new PolicyTable(policy, this.#clock, this.#maxKeys, this.#origin)
+      this.#tables.set(policy.id, table)
     }
-    const made = new PolicyTable(policy, this.#clock, this.#maxKeys, this.#origin)
-    this.#tables.set(policy.name, made)
-    return made
+    return table
   }
 
   #freshSlots(policy: Policy): ConcurrencyLimiter {
-    return createLimiter(policy.spec, this.#clock) as ConcurrencyLimiter
+    return createLimiter(policy.spec as { algorithm: 'concurrency'; max: number; maxQueue: number })
   }
 
   #slots(key: string, policy: Policy): HeldSlots {
@@ -358,17 +454,17 @@ class InMemoryStore implements MemoryStore {
       byPolicy = new Map()
       this.#held.set(key, byPolicy)
     }
-    let slots = byPolicy.get(policy.name)
+    let slots = byPolicy.get(policy.id)
     if (slots === undefined) {
       slots = { limiter: this.#freshSlots(policy), leases: new Set() }
-      byPolicy.set(policy.name, slots)
+      byPolicy.set(policy.id, slots)
     }
     return slots
   }
 
   #lease(key: string, policy: Policy, permits: number): Lease {
     const id = String(++this.#leaseSeq)
-    this.#held.get(key)!.get(policy.name)!.leases.add(id)
+    this.#held.get(key)!.get(policy.id)!.leases.add(id)
     this.#inFlight += permits
     return { id, permits }
   }
@@ -378,7 +474,7 @@ class InMemoryStore implements MemoryStore {
     const byPolicy = this.#held.get(key)
     if (byPolicy === undefined) return
     for (const policy of policies) {
-      if (byPolicy.get(policy.name)?.leases.size === 0) byPolicy.delete(policy.name)
+      if (byPolicy.get(policy.id)?.leases.size === 0) byPolicy.delete(policy.id)
     }
     if (byPolicy.size === 0) this.#held.delete(key)
   }
@@ -389,18 +485,28 @@ class InMemoryStore implements MemoryStore {
     admits: boolean,
     allowed: boolean,
     cost: number,
+    blockedMs: number,
     lease: Lease | undefined,
+    receipt: number | undefined,
   ): PolicyResult {
     const timed = 'resetMs' in limiter
-    const result: PolicyResult = {
+    const resetMs = timed ? limiter.resetMs() : 0
+    let retryAfterMs = 0
+    // A bulkhead has no time axis: 0 means "unknown", as in RateLimitError.
+    if (!allowed && timed) retryAfterMs = limiter.retryAfterMs(cost)
+    const result: {
+      -readonly [K in keyof PolicyResult]: PolicyResult[K]
+    } = {
       policy,
       allowed: admits,
       limit: policy.limit,
-      remaining: Math.max(0, limiter.availablePermits()),
-      resetMs: timed ? limiter.resetMs() : 0,
-      // A bulkhead has no time axis: 0 means "unknown", as in RateLimitError.
-      retryAfterMs: allowed || !timed ? 0 : limiter.retryAfterMs(cost),
+      remaining: blockedMs > 0 ? 0 : Math.max(0, limiter.availablePermits()),
+      resetMs: blockedMs > resetMs ? blockedMs : resetMs,
+      retryAfterMs: blockedMs > retryAfterMs ? blockedMs : retryAfterMs,
     }
-    return lease === undefined ? result : { ...result, lease }
+    if (blockedMs > 0) result.blocked = true
+    if (lease !== undefined) result.lease = lease
+    if (receipt !== undefined) result.receipt = receipt
+    return result
   }
 }

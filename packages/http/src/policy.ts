@@ -1,31 +1,45 @@
 import {
-  createLimiter,
+  algorithmDefinition,
   type Duration,
-  type LimiterSpec,
-  parseDuration,
-  type RateLimiterSpec,
+  type NormalizedSpec,
+  normalizeSpec,
+  RATE_ALGORITHMS,
 } from '@sluice/core'
-import type { Policy } from './store'
-import { describe, positiveInteger, rangeError, typeError } from './validate'
+import {
+  MAX_NAME_LENGTH,
+  rangeError,
+  readOptions,
+  readPositiveDuration,
+  readPositiveInteger,
+  typeError,
+} from '@sluice/core/validation'
+import { isPromiseLike } from './maybe-promise'
+import type { Penalty, Policy, Store } from './store'
 
 /** The time-based algorithms a rate-limit policy may use. */
-export type RateAlgorithm = RateLimiterSpec['algorithm']
+export type RateAlgorithm =
+  | 'sliding-window'
+  | 'token-bucket'
+  | 'leaky-bucket'
+  | 'fixed-window'
+  | 'warm-up'
 
-const ALGORITHMS: readonly RateAlgorithm[] = [
-  'sliding-window',
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'warm-up',
-]
-
-/** The options each algorithm takes beyond `limit` and `window`. */
-const EXTRA_OPTIONS: Record<RateAlgorithm, readonly ('capacity' | 'slots' | 'warmUp')[]> = {
-  'sliding-window': ['slots'],
-  'token-bucket': ['capacity'],
-  'leaky-bucket': [],
-  'fixed-window': [],
-  'warm-up': ['capacity', 'warmUp'],
+/**
+ * A penalty for keys that keep being refused: a key refused `after` times (default 1)
+ * within the refusing policy's window is refused for `for`, whatever its budget says.
+ * The refusal that starts the block already reports it; requests during a block neither
+ * count nor extend it.
+ *
+ * @example
+ * ```ts
+ * const penalty: BlockOptions = { for: '15m', after: 3 }
+ * ```
+ */
+export interface BlockOptions {
+  /** How long a block lasts. */
+  for: Duration
+  /** Refusals within the policy's window that start a block. Default 1. */
+  after?: number
 }
 
 /**
@@ -50,29 +64,78 @@ export interface PolicyOptions {
   slots?: number
   /** Time from creation for the rate to climb from a third to all of `limit` (`warm-up`, required). */
   warmUp?: Duration
-  /** Shown in headers and namespaces state in the store. Default `'default'`. */
+  /** Block keys that keep being refused. */
+  block?: BlockOptions
+  /**
+   * Shown in headers and, with the spec, keys the policy's state in a store. Default: made
+   * from the spec, e.g. `'100-per-1m'`, so unnamed policies that differ are told apart.
+   */
   name?: string
 }
 
 /** Middleware options that describe policies: one at the top level, or a list. */
-export interface PoliciesOptions extends PolicyOptions {
-  /** Several limits checked together, atomically; give each a unique `name`. */
-  policies?: readonly PolicyOptions[]
+export interface PoliciesOptions extends Omit<PolicyOptions, 'limit'> {
+  /** Requests per window: a number, or a function of the request (plans, tenants). Default 100. */
+  limit?: number | ((req: never) => number | Promise<number>)
+  /**
+   * Several limits checked together, atomically; each gets its own name (given, or made
+   * from its spec). A function of the request picks them per request (plans, tenants);
+   * compiled policies are cached by value.
+   */
+  policies?:
+    | readonly PolicyOptions[]
+    | ((req: never) => readonly PolicyOptions[] | Promise<readonly PolicyOptions[]>)
 }
 
-const POLICY_KEYS = ['algorithm', 'limit', 'window', 'capacity', 'slots', 'warmUp'] as const
+/** The option names of one policy. */
+export const POLICY_OPTIONS: readonly string[] = [
+  'algorithm',
+  'limit',
+  'window',
+  'capacity',
+  'slots',
+  'warmUp',
+  'block',
+  'name',
+]
 
+/** What `rateLimit()` uses when an option is left out. */
 export const DEFAULT_LIMIT = 100
 export const DEFAULT_WINDOW: Duration = '1m'
-export const DEFAULT_NAME = 'default'
+export const DEFAULT_ALGORITHM: RateAlgorithm = 'sliding-window'
+
+const DAY = 86_400_000
+const UNITS: readonly [number, string][] = [
+  [DAY, 'd'],
+  [3_600_000, 'h'],
+  [60_000, 'm'],
+  [1000, 's'],
+]
+
+/**
+ * Milliseconds as the shortest exact duration string: `60000` → `'1m'`, `1500` →
+ * `'1500ms'`. Used in default policy names, so it must never round.
+ *
+ * @example
+ * ```ts
+ * formatDuration(90_000) // '90s'
+ * ```
+ */
+export function formatDuration(ms: number): string {
+  for (const [size, unit] of UNITS) if (ms % size === 0) return `${ms / size}${unit}`
+  return `${ms}ms`
+}
 
 /**
  * Checks a policy name: it is written into headers as a structured-field string, so it
- * must be printable ASCII.
+ * must be printable ASCII, and short enough not to bloat every response.
  */
 export function policyName(factory: string, option: string, value: unknown): string {
   if (typeof value !== 'string' || value === '') {
     throw typeError(factory, option, 'must be a non-empty string', value)
+  }
+  if (value.length > MAX_NAME_LENGTH) {
+    throw rangeError(factory, option, `must be at most ${MAX_NAME_LENGTH} characters`, value)
   }
   if (!/^[\x20-\x7e]+$/.test(value)) {
     throw rangeError(factory, option, 'must be printable ASCII (it is sent in headers)', value)
@@ -81,115 +144,324 @@ export function policyName(factory: string, option: string, value: unknown): str
 }
 
 /**
- * Turns middleware options into validated policies: defaults applied (`sliding-window`,
- * 100 per minute, name `'default'`), durations converted to milliseconds, options that
- * do not belong to the algorithm refused. Every error names the factory and the option.
+ * The part of a policy's id that says what it counts: the algorithm and every number of
+ * its normalized spec, in the registry's order, then the penalty. Equal for equal policies
+ * in any process, different for any two that count differently.
+ */
+function specKey(spec: NormalizedSpec, block: Penalty | undefined): string {
+  const values = algorithmDefinition(spec.algorithm).options.map(
+    (option) => (spec as unknown as Record<string, number>)[option],
+  )
+  const penalty = block === undefined ? '' : `:block:${block.forMs}:${block.after}`
+  return `${spec.algorithm}:${values.join(':')}${penalty}`
+}
+
+/**
+ * The name an unnamed policy gets: ERL-style `100-per-1m`, plus whatever else sets it
+ * apart from another unnamed policy (`-fixed-window`, `-burst-20`, `-block-5m`), so two
+ * unnamed policies that count differently never share a name.
  *
  * @example
  * ```ts
- * compilePolicies({ limit: 10, window: '1s' }, 'rateLimit')
- * // [{ name: 'default', spec: { algorithm: 'sliding-window', limit: 10, window: 1000 }, limit: 10, windowMs: 1000 }]
+ * defaultName({ algorithm: 'sliding-window', limit: 100, window: 60_000, slots: 10 }, undefined) // '100-per-1m'
  * ```
  */
-export function compilePolicies(options: PoliciesOptions, factory: string): Policy[] {
-  const { policies } = options
-  if (policies === undefined) {
-    return [compilePolicy(options, factory, '', options.name ?? DEFAULT_NAME)]
+export function defaultName(spec: NormalizedSpec, block: Penalty | undefined): string {
+  if (spec.algorithm === 'concurrency') return `${spec.max}-concurrent`
+  let name = `${spec.limit}-per-${formatDuration(spec.window)}`
+  switch (spec.algorithm) {
+    case 'sliding-window':
+      if (spec.slots !== 10) name += `-${spec.slots}-slots`
+      break
+    case 'fixed-window':
+    case 'leaky-bucket':
+      name += `-${spec.algorithm}`
+      break
+    case 'token-bucket':
+      name += `-token-bucket${spec.capacity === spec.limit ? '' : `-burst-${spec.capacity}`}`
+      break
+    case 'warm-up':
+      name += `-warm-up-${formatDuration(spec.warmUp)}`
+      if (spec.capacity !== spec.limit) name += `-burst-${spec.capacity}`
+      break
+    default:
+      return spec satisfies never
   }
-  if (!Array.isArray(policies) || policies.length === 0) {
-    throw typeError(factory, 'policies', 'must be a non-empty array', policies)
+  if (block !== undefined) {
+    name += `-block-${formatDuration(block.forMs)}${block.after === 1 ? '' : `-after-${block.after}`}`
   }
-  for (const key of POLICY_KEYS) {
-    if (options[key] !== undefined) {
-      throw new TypeError(
-        `${factory}: "${key}" cannot be combined with "policies" (give it inside each policy), got ${describe(options[key])}`,
+  return name
+}
+
+/**
+ * Makes a policy from a normalized spec: its name (given, or {@link defaultName}), its id
+ * and the numbers headers show.
+ */
+export function makePolicy(
+  spec: NormalizedSpec,
+  name: string | undefined,
+  block?: Penalty,
+): Policy {
+  const shown = name ?? defaultName(spec, block)
+  const timed = spec.algorithm !== 'concurrency'
+  return {
+    name: shown,
+    spec,
+    id: `${shown}|${specKey(spec, block)}`,
+    limit: timed ? spec.limit : spec.max,
+    windowMs: timed ? spec.window : 0,
+    block,
+  }
+}
+
+function readBlock(factory: string, prefix: string, value: unknown): Penalty | undefined {
+  if (value === undefined) return undefined
+  const option = `${prefix}block`
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw typeError(factory, option, 'must be an object { for, after }', value)
+  }
+  const block = readOptions(`${factory}: "${option}"`, value, ['for', 'after']) as {
+    for?: unknown
+    after?: unknown
+  }
+  if (block.for === undefined) throw typeError(factory, `${option}.for`, 'is required', undefined)
+  return {
+    forMs: readPositiveDuration(factory, `${option}.for`, block.for),
+    after:
+      block.after === undefined ? 1 : readPositiveInteger(factory, `${option}.after`, block.after),
+  }
+}
+
+/**
+ * Validates one policy's options (unknown names refused, defaults applied: sliding window,
+ * 100 per minute) and makes the policy. `prefix` names an entry of a list in messages
+ * (`policies[1].`).
+ *
+ * @example
+ * ```ts
+ * compilePolicy({ limit: 10, window: '1s' }, 'rateLimit') // name '10-per-1s', windowMs 1000
+ * ```
+ */
+export function compilePolicy(options: PolicyOptions, factory: string, prefix = ''): Policy {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw typeError(
+      factory,
+      prefix === '' ? 'options' : prefix.slice(0, -1),
+      'must be an object',
+      options,
+    )
+  }
+  if (prefix !== '') readOptions(factory, options, POLICY_OPTIONS)
+  const algorithm = options.algorithm ?? DEFAULT_ALGORITHM
+  const definition = algorithmDefinition(algorithm, factory, `${prefix}algorithm`, RATE_ALGORITHMS)
+  for (const extra of ['capacity', 'slots', 'warmUp'] as const) {
+    if (options[extra] !== undefined && !definition.options.includes(extra)) {
+      throw rangeError(
+        factory,
+        `${prefix}${extra}`,
+        `does not apply to algorithm '${algorithm}'`,
+        options[extra],
       )
     }
   }
-  const compiled = policies.map((entry, i) => {
-    const prefix = `policies[${i}].`
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-      throw typeError(factory, `policies[${i}]`, 'must be an object', entry)
-    }
-    if (entry.name === undefined && policies.length > 1) {
-      throw new TypeError(
-        `${factory}: "${prefix}name" is required when there are several policies, got undefined`,
-      )
-    }
-    return compilePolicy(entry, factory, prefix, entry.name ?? options.name ?? DEFAULT_NAME)
-  })
+  const spec = normalizeSpec(
+    {
+      ...(definition.options.includes('capacity') && { capacity: options.capacity }),
+      ...(definition.options.includes('slots') && { slots: options.slots }),
+      ...(definition.options.includes('warmUp') && { warmUp: options.warmUp }),
+      algorithm,
+      limit: options.limit ?? DEFAULT_LIMIT,
+      window: options.window ?? DEFAULT_WINDOW,
+    } as never,
+    factory,
+    prefix,
+  )
+  const name =
+    options.name === undefined ? undefined : policyName(factory, `${prefix}name`, options.name)
+  return makePolicy(spec, name, readBlock(factory, prefix, options.block))
+}
+
+/**
+ * Turns a list of policy options into policies, refusing two that end up with one name
+ * (two unnamed policies that count alike would be one policy twice).
+ */
+export function compilePolicyList(
+  list: readonly PolicyOptions[],
+  factory: string,
+  option = 'policies',
+): Policy[] {
+  if (!Array.isArray(list) || list.length === 0) {
+    throw typeError(factory, option, 'must be a non-empty array', list)
+  }
+  const compiled = list.map((entry, i) => compilePolicy(entry, factory, `${option}[${i}].`))
   const seen = new Set<string>()
   compiled.forEach((policy, i) => {
     if (seen.has(policy.name)) {
-      throw new TypeError(`${factory}: "policies[${i}].name" must be unique, got "${policy.name}"`)
+      throw new TypeError(
+        `${factory}: "${option}[${i}].name" must be unique among the policies, got "${policy.name}"`,
+      )
     }
     seen.add(policy.name)
   })
   return compiled
 }
 
-function compilePolicy(
-  options: PolicyOptions,
-  factory: string,
-  prefix: string,
-  name: unknown,
-): Policy {
-  const { algorithm = 'sliding-window' } = options
-  if (!ALGORITHMS.includes(algorithm)) {
-    throw typeError(
-      factory,
-      `${prefix}algorithm`,
-      `must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}`,
-      algorithm,
-    )
-  }
-  const checkedName = policyName(factory, `${prefix}name`, name)
-  const limit = positiveInteger(factory, `${prefix}limit`, options.limit ?? DEFAULT_LIMIT)
-  const windowMs = positiveDuration(factory, `${prefix}window`, options.window ?? DEFAULT_WINDOW)
-  const allowed = EXTRA_OPTIONS[algorithm]
-  for (const extra of ['capacity', 'slots', 'warmUp'] as const) {
-    if (options[extra] !== undefined && !allowed.includes(extra)) {
-      throw new TypeError(
-        `${factory}: "${prefix}${extra}" does not apply to algorithm '${algorithm}', got ${describe(options[extra])}`,
-      )
-    }
-  }
-  const spec: Record<string, unknown> = { algorithm, name: checkedName, limit, window: windowMs }
-  if (options.capacity !== undefined) {
-    spec.capacity = positiveInteger(factory, `${prefix}capacity`, options.capacity)
-  }
-  if (options.slots !== undefined) {
-    spec.slots = positiveInteger(factory, `${prefix}slots`, options.slots)
-  }
-  if (algorithm === 'warm-up') {
-    if (options.warmUp === undefined) {
-      throw new TypeError(
-        `${factory}: "${prefix}warmUp" is required by algorithm 'warm-up', got undefined`,
-      )
-    }
-    spec.warmUp = positiveDuration(factory, `${prefix}warmUp`, options.warmUp)
-  }
-  const limiterSpec = spec as LimiterSpec
-  // The core factory has the last word on anything the checks above do not cover
-  // (a capacity its math cannot hold, say); its message names the core factory.
-  createLimiter(limiterSpec)
-  return { name: checkedName, spec: limiterSpec, limit, windowMs }
-}
-
-function positiveDuration(factory: string, option: string, value: unknown): number {
-  const ms = parseDuration(value as Duration, `${factory}: "${option}"`)
-  if (ms === 0) throw rangeError(factory, option, 'must be a positive duration', value)
-  return ms
-}
-
 /**
- * The single concurrency policy of a bulkhead.
+ * The single concurrency policy of a bulkhead, named `name` or, by default, after its
+ * size (`'20-concurrent'`).
  *
  * @example
  * ```ts
- * concurrencyPolicy('bulkhead', 20) // { name: 'bulkhead', spec: { algorithm: 'concurrency', name: 'bulkhead', max: 20 }, limit: 20, windowMs: 0 }
+ * concurrencyPolicy(undefined, 20).name // '20-concurrent'
  * ```
  */
-export function concurrencyPolicy(name: string, max: number): Policy {
-  return { name, spec: { algorithm: 'concurrency', name, max }, limit: max, windowMs: 0 }
+export function concurrencyPolicy(name: string | undefined, max: number): Policy {
+  return makePolicy({ algorithm: 'concurrency', max, maxQueue: 0 }, name)
+}
+
+/** How a policy reads in an error message: `"api" (sliding-window 100 per 1m)`. */
+function describePolicy(policy: Policy): string {
+  const { spec } = policy
+  const what =
+    spec.algorithm === 'concurrency'
+      ? `concurrency ${spec.max}`
+      : `${spec.algorithm} ${spec.limit} per ${formatDuration(spec.window)}`
+  return `"${policy.name}" (${what}${policy.block === undefined ? '' : `, block ${formatDuration(policy.block.forMs)}`})`
+}
+
+/** Per store: the policy each name stands for, and the middleware that brought it. */
+const claims = new WeakMap<object, Map<string, { policy: Policy; owner: string }>>()
+
+/**
+ * Records that a middleware uses `policies` on `store`, refusing a policy whose name is
+ * already taken on that store by a different one. State is kept by name and spec, so the
+ * two would never mix; but their headers would show one name for two budgets, and a
+ * dashboard keyed by name would add them up. Caught when the second middleware is created.
+ *
+ * @example
+ * ```ts
+ * claimPolicies(store, engine.policies, 'rateLimit')
+ * ```
+ */
+export function claimPolicies(store: Store, policies: readonly Policy[], factory: string): void {
+  let names = claims.get(store)
+  if (names === undefined) {
+    names = new Map()
+    claims.set(store, names)
+  }
+  for (const policy of policies) {
+    const claim = names.get(policy.name)
+    if (claim === undefined) continue
+    if (claim.policy.id !== policy.id) {
+      throw new TypeError(
+        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store; give one of them another name`,
+      )
+    }
+  }
+  for (const policy of policies) {
+    if (!names.has(policy.name)) names.set(policy.name, { policy, owner: factory })
+  }
+}
+
+/** Most distinct policy sets a middleware keeps compiled for `limit`/`policies` functions. */
+const MAX_COMPILED = 1000
+
+/**
+ * A middleware's policies: fixed at construction, or picked per request by a `limit` or
+ * `policies` function (plans, tenants). Compiled policies are cached by value, so a
+ * function that returns the same numbers (or the same array) for every request of a plan
+ * compiles them once, not per request.
+ *
+ * @example
+ * ```ts
+ * const source = new PolicySource({ limit: (req: Req) => (req.plan === 'pro' ? 1000 : 100) }, 'rateLimit')
+ * const policies = await source.resolve(req)
+ * ```
+ */
+export class PolicySource<Req = unknown> {
+  /** The policies when they do not depend on the request; otherwise `undefined`. */
+  readonly fixed: readonly Policy[] | undefined
+  /** Every policy compiled so far (for inspection): the fixed ones, or those met since. */
+  readonly known = new Map<string, Policy>()
+  readonly #pick: ((req: Req) => unknown) | undefined
+  readonly #compile: (value: unknown) => readonly Policy[]
+  readonly #byValue = new Map<unknown, readonly Policy[]>()
+  readonly #byArray = new WeakMap<object, readonly Policy[]>()
+
+  constructor(options: PoliciesOptions, factory: string) {
+    const { policies, limit } = options
+    if (policies !== undefined) {
+      for (const key of POLICY_OPTIONS) {
+        const value = (options as Record<string, unknown>)[key]
+        if (value !== undefined) {
+          throw typeError(
+            factory,
+            key,
+            'cannot be combined with "policies" (give it inside each policy)',
+            value,
+          )
+        }
+      }
+      if (typeof policies === 'function') {
+        this.#pick = policies as (req: Req) => unknown
+        this.#compile = (value) =>
+          compilePolicyList(value as readonly PolicyOptions[], factory, 'policies()')
+        this.fixed = undefined
+      } else {
+        this.#pick = undefined
+        this.#compile = () => []
+        this.fixed = compilePolicyList(policies, factory)
+      }
+    } else if (typeof limit === 'function') {
+      const base = { ...options, limit: 1 } as PolicyOptions & { policies?: unknown }
+      delete base.policies
+      // Validated once with a stand-in limit, so a bad window fails at construction.
+      compilePolicy(base, factory)
+      this.#pick = limit as (req: Req) => unknown
+      this.#compile = (value) => {
+        if (typeof value !== 'number') {
+          throw typeError(factory, 'limit', 'must return a positive integer', value)
+        }
+        return [compilePolicy({ ...base, limit: value }, factory, '')]
+      }
+      this.fixed = undefined
+    } else {
+      const single = { ...options } as PolicyOptions & { policies?: unknown }
+      delete single.policies
+      this.#pick = undefined
+      this.#compile = () => []
+      this.fixed = [compilePolicy(single, factory)]
+    }
+    for (const policy of this.fixed ?? []) this.known.set(policy.id, policy)
+  }
+
+  /** The policies for one request. */
+  resolve(req: Req): readonly Policy[] | Promise<readonly Policy[]> {
+    if (this.fixed !== undefined) return this.fixed
+    const picked = this.#pick!(req)
+    if (isPromiseLike(picked)) return Promise.resolve(picked).then((value) => this.#cached(value))
+    return this.#cached(picked)
+  }
+
+  #cached(value: unknown): readonly Policy[] {
+    // The same array (a plan's constant list) is the common case: no key to build.
+    const byArray =
+      typeof value === 'object' && value !== null ? this.#byArray.get(value) : undefined
+    if (byArray !== undefined) return byArray
+    const key = typeof value === 'number' ? value : JSON.stringify(value)
+    let policies = this.#byValue.get(key)
+    if (policies === undefined) {
+      policies = this.#compile(value)
+      // Oldest first out: a function returning ever new numbers cannot grow this without bound.
+      if (this.#byValue.size >= MAX_COMPILED) {
+        this.#byValue.delete(this.#byValue.keys().next().value)
+      }
+      this.#byValue.set(key, policies)
+      for (const policy of policies) {
+        if (this.known.size < MAX_COMPILED) this.known.set(policy.id, policy)
+      }
+    }
+    if (typeof value === 'object' && value !== null) this.#byArray.set(value, policies)
+    return policies
+  }
 }

@@ -1,21 +1,37 @@
-import type { LimiterSpec } from '@sluice/core'
+import type { NormalizedSpec } from '@sluice/core'
+import type { MaybePromise } from './maybe-promise'
 
-/** A value or a promise of it: the memory store answers synchronously, Redis does not. */
-export type MaybePromise<T> = T | Promise<T>
+export type { MaybePromise } from './maybe-promise'
 
 /**
- * One limit a request is checked against: a validated limiter spec with a name.
- * The name is shown in RateLimit headers and namespaces the policy's state in a store,
- * so it must be unique among the policies that share one store.
+ * A penalty: a key refused `after` times within the refusing policy's window is refused
+ * outright for `forMs`, whatever its budget says.
+ */
+export interface Penalty {
+  readonly forMs: number
+  readonly after: number
+}
+
+/**
+ * One limit a request is checked against: a validated, normalized limiter spec with a name.
+ * The name is shown in RateLimit headers; a store keeps a policy's state under its `id`
+ * (name and spec together), so policies that differ in anything never share state.
  */
 export interface Policy {
   readonly name: string
-  /** Validated at construction; durations are already numbers of milliseconds. */
-  readonly spec: LimiterSpec
+  /** Normalized: durations in milliseconds, every default filled in. */
+  readonly spec: NormalizedSpec
+  /**
+   * What a store namespaces this policy's state by: the name and every number of the spec
+   * (and penalty), e.g. `api|sw:100:60000:10`. Equal for equal policies in any process.
+   */
+  readonly id: string
   /** Quota per window (for a concurrency policy: `max`). */
   readonly limit: number
   /** Window in milliseconds (0 for a concurrency policy). */
   readonly windowMs: number
+  /** Blocks keys that keep being refused (time-based policies only). */
+  readonly block?: Penalty | undefined
 }
 
 /** A concurrency slot held in a store; hand it back to `release`. */
@@ -31,14 +47,21 @@ export interface PolicyResult {
   /** Whether this policy alone would have admitted the request. */
   readonly allowed: boolean
   readonly limit: number
-  /** Permits left after the decision (never negative). */
+  /** Permits left after the decision (never negative; 0 while blocked). */
   readonly remaining: number
-  /** Milliseconds until this policy is back to fresh. */
+  /** Milliseconds until this policy is back to fresh (and unblocked). */
   readonly resetMs: number
-  /** Milliseconds until a rejected request could pass: 0 when allowed, Infinity for never. */
+  /** Milliseconds until a refused request could pass: 0 when allowed, Infinity for never. */
   readonly retryAfterMs: number
   /** Present when a concurrency policy admitted the request. */
   readonly lease?: Lease
+  /**
+   * Present when a time-based policy took permits: identifies the window, slot or bucket
+   * period they count in, so a later `refund` gives back only what still counts.
+   */
+  readonly receipt?: number
+  /** True when the key is blocked by this policy's penalty (this refusal may have started it). */
+  readonly blocked?: boolean
 }
 
 /** The outcome of `Store.take`: all policies admitted, or none took anything. */
@@ -51,19 +74,35 @@ export interface TakeResult {
 /**
  * Where per-key limiter state lives: `memoryStore()` in this process, `redisStore()`
  * across processes. Every method may answer synchronously or with a promise.
+ * `@sluice/http/testing` exports the contract every store must pass (`runStoreContract`).
  */
 export interface Store {
   /**
-   * Takes `cost` permits for `key` from every policy, atomically: if any policy rejects,
-   * nothing is taken from any of them.
+   * Takes `cost` permits for `key` from every policy, atomically: if any policy refuses,
+   * nothing is taken from any of them. A policy with a penalty counts the refusal and may
+   * start a block; a blocked key is refused by that policy until the block ends.
    */
   take(key: string, policies: readonly Policy[], cost: number): MaybePromise<TakeResult>
-  /** Gives `cost` permits back to the time-based policies (outcome-based counting). */
-  refund(key: string, policies: readonly Policy[], cost: number): MaybePromise<void>
+  /**
+   * Gives `cost` permits back to the time-based policies (outcome-based counting). With the
+   * `receipts` of the take (one per policy, in order, as `PolicyResult.receipt`), permits
+   * whose window, slot or bucket period has passed are not given back: they no longer count.
+   */
+  refund(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    receipts?: readonly (number | undefined)[],
+  ): MaybePromise<void>
   /** Frees a concurrency slot taken by `take`. Releasing the same lease twice is a no-op. */
   release(key: string, policy: Policy, lease: Lease): MaybePromise<void>
   /** The current state of each policy for `key`, taking nothing. */
   get(key: string, policies: readonly Policy[]): MaybePromise<readonly PolicyResult[]>
-  /** Forgets `key` under the given policies (all policies when omitted). */
+  /** Forgets `key` (and any block on it) under the given policies (all when omitted). */
   reset(key: string, policies?: readonly Policy[]): MaybePromise<void>
+  /**
+   * Forgets every key under every policy, blocks included. Slots still in flight are
+   * forgotten too: their later release is a no-op.
+   */
+  resetAll(): MaybePromise<void>
 }

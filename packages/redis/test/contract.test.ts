@@ -1,5 +1,5 @@
+import { runStoreContract } from '@sluice/http/testing'
 import { afterEach, expect } from 'vitest'
-import { runStoreContract } from '../../http/test/store-contract'
 import { type RedisStoreError, redisStore } from '../src/index'
 import { connect, describeRedis, uniquePrefix } from './helpers'
 

@@ -1,10 +1,10 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { type Duration, ManualClock } from '@sluice/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { BulkheadOptions } from '../src/bulkhead-engine'
-import { keys } from '../src/index'
-import { type MemoryStore, memoryStore } from '../src/memory-store'
-import type { RateLimitOptions } from '../src/rate-limit-engine'
+import type { BulkheadOptions } from '../bulkhead-engine'
+import { keys } from '../index'
+import { type MemoryStore, memoryStore } from '../memory-store'
+import type { RateLimitOptions } from '../rate-limit-engine'
 
 /**
  * The HTTP behaviour every adapter must show, written once and run against each

@@ -1,16 +1,29 @@
 import { describe, expect, it } from 'vitest'
-import { compilePolicies, concurrencyPolicy, type PolicyOptions } from '../src/policy'
-import type { Policy, Store } from '../src/store'
+import { compilePolicy, compilePolicyList, concurrencyPolicy, type PolicyOptions } from '../policy'
+import type { Policy, Store } from '../store'
 
 // A sliding window (10 slots) counts a permit until its slot has left the hour-long
 // window: up to an hour and a tenth.
 const LONGEST_WAIT_MS = 3_960_000
 
+/** What a store under test can do besides being one. */
+export interface StoreContractOptions {
+  /**
+   * Lets time pass for the store: a `ManualClock`'s `advance` for a store on one, a real
+   * sleep (the default) for a store on a server's clock. Only a few tests use it, with
+   * windows of a few hundred milliseconds.
+   */
+  advance?: (ms: number) => void | Promise<void>
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
 /**
  * The store contract, as one suite every store runs (like Bucket4j's TCK): memory here,
- * Redis in @sluice/redis. It uses nothing but the `Store` interface, and its time-based
- * expectations hold for a store on its own clock: windows are an hour long, so the few
- * milliseconds a test takes never refill anything it counts.
+ * Redis in @sluice/redis, and any store written elsewhere (`@sluice/http/testing`). It uses
+ * nothing but the `Store` interface, and most of its time-based expectations hold for a
+ * store on its own clock: windows are an hour long, so the few milliseconds a test takes
+ * never refill anything it counts. Tests of expiry let time pass with `options.advance`.
  *
  * @param makeStore Called once per test; each test uses fresh, unique keys.
  * @example
@@ -18,10 +31,15 @@ const LONGEST_WAIT_MS = 3_960_000
  * runStoreContract('memoryStore', () => memoryStore())
  * ```
  */
-export function runStoreContract(name: string, makeStore: () => Store | Promise<Store>): void {
+export function runStoreContract(
+  name: string,
+  makeStore: () => Store | Promise<Store>,
+  options: StoreContractOptions = {},
+): void {
   let seq = 0
   const uniqueKey = (label: string) => `contract:${label}:${Date.now().toString(36)}:${++seq}`
-  const policy = (options: PolicyOptions): Policy => compilePolicies(options, 'contract')[0]!
+  const policy = (options: PolicyOptions): Policy => compilePolicy(options, 'contract')
+  const advance = options.advance ?? sleep
 
   describe(`store contract: ${name}`, () => {
     const exhaustible = [
@@ -106,13 +124,11 @@ export function runStoreContract(name: string, makeStore: () => Store | Promise<
 
     it('checks several policies atomically: one refusal takes nothing from the others', async () => {
       const store = await makeStore()
-      const [hourly, burst] = compilePolicies(
-        {
-          policies: [
-            { name: 'hourly', limit: 5, window: '1h' },
-            { name: 'burst', limit: 2, window: '1h', algorithm: 'fixed-window' },
-          ],
-        },
+      const [hourly, burst] = compilePolicyList(
+        [
+          { name: 'hourly', limit: 5, window: '1h' },
+          { name: 'burst', limit: 2, window: '1h', algorithm: 'fixed-window' },
+        ],
         'contract',
       ) as [Policy, Policy]
       const key = uniqueKey('atomic')
@@ -130,21 +146,25 @@ export function runStoreContract(name: string, makeStore: () => Store | Promise<
 
     it('refunds every policy of a multi-policy take, never above fresh', async () => {
       const store = await makeStore()
-      const policies = compilePolicies(
-        {
-          policies: [
-            { name: 'a', limit: 4, window: '1h' },
-            { name: 'b', limit: 3, window: '1h', algorithm: 'token-bucket' },
-          ],
-        },
+      const policies = compilePolicyList(
+        [
+          { name: 'a', limit: 4, window: '1h' },
+          { name: 'b', limit: 3, window: '1h', algorithm: 'token-bucket' },
+        ],
         'contract',
       )
       const key = uniqueKey('refund')
-      await store.take(key, policies, 2)
+      const taken = await store.take(key, policies, 2)
+      const receipts = taken.results.map((r) => r.receipt)
+      expect(receipts.every((r) => typeof r === 'number')).toBe(true)
       expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([2, 1])
-      await store.refund(key, policies, 1)
+      await store.refund(key, policies, 1, receipts)
       expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([3, 2])
-      await store.refund(key, policies, 5)
+      await store.refund(key, policies, 5, receipts)
+      expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([4, 3])
+      // Without receipts a refund is taken to be of the latest permits.
+      await store.take(key, policies, 1)
+      await store.refund(key, policies, 1)
       expect((await store.get(key, policies)).map((r) => r.remaining)).toEqual([4, 3])
     })
 
@@ -229,6 +249,118 @@ export function runStoreContract(name: string, makeStore: () => Store | Promise<
         Array.from({ length: 20 }, () => Promise.resolve(store.take(key, [p], 1))),
       )
       expect(outcomes.filter((o) => o.allowed)).toHaveLength(7)
+    })
+
+    it('never mixes the state of policies that differ, named alike or not', async () => {
+      const store = await makeStore()
+      const key = uniqueKey('compose')
+      // Issue 10: one name ("default") for two specs shared one Redis key.
+      const fixed = policy({ name: 'same', algorithm: 'fixed-window', limit: 1, window: '1h' })
+      const sliding = policy({ name: 'same', algorithm: 'sliding-window', limit: 1, window: '1h' })
+      const bigger = policy({ name: 'same', algorithm: 'fixed-window', limit: 3, window: '1h' })
+      expect((await store.take(key, [fixed], 1)).allowed).toBe(true)
+      expect((await store.take(key, [sliding], 1)).allowed).toBe(true)
+      expect((await store.take(key, [bigger], 1)).results[0]?.remaining).toBe(2)
+      expect((await store.take(key, [fixed], 1)).allowed).toBe(false)
+      // Unnamed policies get names from their spec; equal specs are one policy.
+      const a = policy({ limit: 2, window: '1h' })
+      const b = policy({ limit: 2, window: '1h' })
+      const c = policy({ limit: 2, window: '1h', algorithm: 'token-bucket' })
+      expect([a.name, c.name]).toEqual(['2-per-1h', '2-per-1h-token-bucket'])
+      expect((await store.take(key, [a], 1)).results[0]?.remaining).toBe(1)
+      expect((await store.take(key, [b], 1)).results[0]?.remaining).toBe(0)
+      expect((await store.take(key, [c], 1)).results[0]?.remaining).toBe(1)
+      // Bulkheads of different sizes under one name are two bulkheads.
+      const two = concurrencyPolicy('pool', 2)
+      const one = concurrencyPolicy('pool', 1)
+      expect((await store.take(key, [one], 1)).allowed).toBe(true)
+      expect((await store.take(key, [two], 1)).results[0]?.remaining).toBe(1)
+      expect((await store.take(key, [one], 1)).allowed).toBe(false)
+    })
+
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+      it(`${algorithm}: a refund after its window never credits a later one`, async () => {
+        const store = await makeStore()
+        const p = policy({ algorithm, limit: 1, window: 300, name: `late-${algorithm}` })
+        const key = uniqueKey('late')
+        const slow = await store.take(key, [p], 1)
+        expect(slow.allowed).toBe(true)
+        // The slow request is still running when its window (slot, bucket period) passes.
+        await advance(algorithm === 'sliding-window' ? 400 : 320)
+        expect((await store.take(key, [p], 1)).allowed).toBe(true)
+        await store.refund(key, [p], 1, [slow.results[0]?.receipt])
+        const next = await store.take(key, [p], 1)
+        expect(next.allowed).toBe(false)
+        expect(next.results[0]?.remaining).toBe(0)
+      })
+    }
+
+    it('blocks a key refused `after` times within the window, for `for`, without extending', async () => {
+      const store = await makeStore()
+      const p = policy({
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1h',
+        name: 'penalty',
+        block: { for: 400, after: 2 },
+      })
+      const key = uniqueKey('block')
+      expect((await store.take(key, [p], 1)).allowed).toBe(true)
+      const first = await store.take(key, [p], 1)
+      expect([first.allowed, first.results[0]?.blocked ?? false]).toEqual([false, false])
+      const second = await store.take(key, [p], 1)
+      expect([second.allowed, second.results[0]?.blocked]).toEqual([false, true])
+      // The refusal that starts the block reports it: the window's own wait is longer here.
+      expect(second.results[0]?.retryAfterMs).toBeGreaterThan(3_000_000)
+      const other = uniqueKey('block')
+      expect((await store.take(other, [p], 1)).allowed).toBe(true)
+      await advance(150)
+      const during = await store.take(key, [p], 1)
+      expect([during.allowed, during.results[0]?.blocked, during.results[0]?.remaining]).toEqual([
+        false,
+        true,
+        0,
+      ])
+      const [state] = await store.get(key, [p])
+      expect([state?.allowed, state?.blocked, state?.remaining]).toEqual([false, true, 0])
+      await advance(300)
+      // The block is over (requests during it did not extend it); the budget is still spent.
+      const after = await store.take(key, [p], 1)
+      expect([after.allowed, after.results[0]?.blocked ?? false]).toEqual([false, false])
+    })
+
+    it('a block holds even when the budget would admit, and reports its time left', async () => {
+      const store = await makeStore()
+      const p = policy({
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: 300,
+        name: 'penalty-short',
+        block: { for: '1h' },
+      })
+      const key = uniqueKey('block')
+      expect((await store.take(key, [p], 1)).allowed).toBe(true)
+      const starts = await store.take(key, [p], 1)
+      expect(starts.results[0]?.blocked).toBe(true)
+      expect(starts.results[0]?.retryAfterMs).toBeGreaterThan(3_500_000)
+      await advance(350)
+      const still = await store.take(key, [p], 1)
+      expect([still.allowed, still.results[0]?.blocked]).toEqual([false, true])
+      expect(still.results[0]?.retryAfterMs).toBeLessThan(starts.results[0]!.retryAfterMs)
+      await store.reset(key, [p])
+      expect((await store.take(key, [p], 1)).allowed).toBe(true)
+    })
+
+    it('resetAll forgets every key', async () => {
+      const store = await makeStore()
+      const p = policy({ limit: 1, window: '1h', name: 'reset-all' })
+      const one = uniqueKey('all')
+      const two = uniqueKey('all')
+      await store.take(one, [p], 1)
+      await store.take(two, [p], 1)
+      await store.resetAll()
+      expect((await store.get(one, [p]))[0]?.remaining).toBe(1)
+      expect((await store.take(two, [p], 1)).allowed).toBe(true)
     })
   })
 }
