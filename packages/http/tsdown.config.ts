@@ -1,10 +1,16 @@
 import { defineConfig } from 'tsdown'
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: {
+    index: 'src/index.ts',
+    adapter: 'src/adapter.ts',
+    node: 'src/node.ts',
+    testing: 'src/testing/index.ts',
+  },
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,
   sourcemap: true,
   target: 'node20',
+  external: ['vitest'],
 })

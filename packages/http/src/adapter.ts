@@ -6,6 +6,19 @@
  *
  * @module
  */
+export type { RequestAccessors, ResponseAccessors } from './accessors'
+export { type BulkheadOptions, BulkheadEngine } from './bulkhead-engine'
+export { type Decision, primaryIndex, type RateLimitInfo } from './decision'
+export {
+  type Action,
+  type LimitedBody,
+  type Outcome,
+  type ProblemType,
+  QUOTA_EXCEEDED,
+  type Refusal,
+  SKIPPED,
+  TEMPORARY_REDUCED_CAPACITY,
+} from './engine'
 export {
   adaptiveChannel,
   bulkheadChannel,
@@ -13,7 +26,8 @@ export {
   rateLimitChannel,
   storeChannel,
 } from './events'
-export { isPromiseLike, type MaybePromise } from './maybe-promise'
+export { createHeaderWriter, type HeaderMode, type HeaderWriter, retryAfterSeconds, toSeconds } from './headers'
+export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   claimPolicies,
   compilePolicy,
@@ -24,4 +38,13 @@ export {
   makePolicy,
   PolicySource,
 } from './policy'
-export { emitWarning, enabledChecks, type ValidateOption } from './warnings'
+export {
+  decision,
+  type KeyState,
+  RATE_LIMIT_HINTS,
+  RateLimitEngine,
+  type RateLimitOptions,
+  type WaitingOptions,
+} from './rate-limit-engine'
+export { boundedKey, MAX_KEY_LENGTH } from './request-key'
+export { createdInsideRequest, emitWarning, enabledChecks, type ValidateOption } from './warnings'

@@ -1,29 +1,28 @@
-import { type Clock, type Duration, parseDuration } from '@sluice/core'
+import type { Duration } from '@sluice/core'
+import {
+  readDuration,
+  readNonNegativeInteger,
+  readOptions,
+  readPositiveDuration,
+  readPositiveInteger,
+} from '@sluice/core/validation'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
-import { createHeaderWriter, type HeaderMode, type HeaderWriter, toSeconds } from './headers'
-import { FALLBACK_KEY, GLOBAL_KEY, global, type KeyExtractor } from './keys'
-import { isPromiseLike } from './maybe-promise'
-import { memoryStore } from './memory-store'
-import { concurrencyPolicy, policyName } from './policy'
 import {
-  checkClock,
-  checkMessage,
-  checkOptionNames,
-  checkStore,
-  decision,
+  type CommonOptions,
+  Engine,
   type LimitedBody,
-} from './rate-limit-engine'
-import type { Lease, MaybePromise, Policy, Store, TakeResult } from './store'
-import {
-  describe,
-  nonNegativeInteger,
-  optionalFunction,
-  optionsObject,
-  positiveInteger,
-  rangeError,
-  statusCode,
-} from './validate'
+  type Outcome,
+  type Refusal,
+  TEMPORARY_REDUCED_CAPACITY,
+} from './engine'
+import { type BulkheadEvent, bulkheadChannel } from './events'
+import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
+import { GLOBAL_KEY, global, type KeyExtractor } from './keys'
+import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import { claimPolicies, concurrencyPolicy, policyName } from './policy'
+import { decision } from './rate-limit-engine'
+import type { Lease, Policy, TakeResult } from './store'
 
 /**
  * Options of `bulkhead()`, the same in every adapter.
@@ -33,7 +32,7 @@ import {
  * const options: BulkheadOptions = { max: 20, maxQueue: 50, queueTimeout: '2s' }
  * ```
  */
-export interface BulkheadOptions<Req = unknown, Res = unknown> {
+export interface BulkheadOptions<Req = unknown, Res = unknown> extends CommonOptions<Req, Res> {
   /** Requests handled at once (per key). Default 20. */
   max?: number
   /** Requests that may wait (per key) for a slot. Default 0: refuse when full. */
@@ -48,17 +47,18 @@ export interface BulkheadOptions<Req = unknown, Res = unknown> {
   headers?: HeaderMode
   /** Body of a refusal. Default `'Service Unavailable'`. */
   message?: LimitedBody | ((req: Req, res: Res) => LimitedBody | Promise<LimitedBody>)
-  /** Policy name in headers and in the store. Default `'bulkhead'`. */
+  /** Policy name in headers and in the store. Default: made from `max`, e.g. `'20-concurrent'`. */
   name?: string
   /** `Retry-After` of a refusal: a bulkhead cannot know when a slot frees. Default `'1s'`. */
   retryAfter?: Duration
-  /** Where slots are counted. Default `memoryStore({ clock })`. */
-  store?: Store
-  /** Time source for `queueTimeout`. Default `systemClock`. */
-  clock?: Clock
+  /**
+   * Answer a refusal as RFC 9457 `application/problem+json` with the rate-limit draft's
+   * `temporary-reduced-capacity` type; a string `message` becomes its `detail`.
+   */
+  problemDetails?: boolean
 }
 
-const OPTION_NAMES = new Set([
+const OPTION_NAMES = [
   'max',
   'maxQueue',
   'queueTimeout',
@@ -70,33 +70,21 @@ const OPTION_NAMES = new Set([
   'retryAfter',
   'store',
   'clock',
-])
+  'problemDetails',
+]
 
-/** A bulkhead decision: admitted requests hold a slot until `release()`. */
-export interface BulkheadDecision extends Decision {
-  /** Frees the slot. Safe to call any number of times: only the first call counts. */
-  readonly release: () => void
+const HINTS: Readonly<Record<string, string>> = {
+  limit: 'use "max": a bulkhead counts requests in flight, not per window',
+  concurrency: 'use "max"',
+  maxConcurrent: 'use "max"',
+  timeout: 'use "queueTimeout"',
 }
-
-interface Waiter {
-  wake: (() => void) | undefined
-  /** A wake-up that came while the waiter was busy asking the store: not lost, just early. */
-  woken: boolean
-}
-
-function notify(waiter: Waiter | undefined): void {
-  if (waiter === undefined) return
-  if (waiter.wake === undefined) waiter.woken = true
-  else waiter.wake()
-}
-
-const NOTHING_HELD = () => {}
 
 /**
  * The framework-neutral bulkhead an adapter wraps: a request takes a concurrency slot
- * (per key) before its handler runs and gives it back exactly once through the returned
- * decision's `release`. Full bulkheads queue up to `maxQueue` requests, FIFO; a queued
- * request whose client goes away leaves the queue at once.
+ * (per key) before its handler runs and gives it back exactly once through the outcome's
+ * `done`. Full bulkheads queue up to `maxQueue` requests, FIFO; a queued request whose
+ * client goes away leaves the queue at once.
  *
  * Queued requests are woken by releases in this process (and by their timeout). With a
  * shared store, a slot freed by another process is noticed at the next local release.
@@ -104,26 +92,21 @@ const NOTHING_HELD = () => {}
  * @example
  * ```ts
  * const engine = new BulkheadEngine({ max: 10 }, requestAccessors, responseAccessors)
- * const entered = await engine.enter(req, res)
- * if (entered.allowed) res.once('close', entered.release)
+ * const outcome = await engine.admit(req, res)
+ * if (outcome.action === 'pass') res.once('close', () => outcome.done(false))
  * ```
  */
-export class BulkheadEngine<Req = unknown, Res = unknown> {
+export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
   readonly policy: Policy
   readonly policies: readonly Policy[]
-  readonly store: Store
-  readonly statusCode: number
   readonly maxQueue: number
-  readonly #request: RequestAccessors<Req>
-  readonly #response: ResponseAccessors<Req, Res>
-  readonly #key: KeyExtractor<Req>
   readonly #headers: HeaderWriter | undefined
-  readonly #message: BulkheadOptions<Req, Res>['message']
   readonly #queueMs: number
-  readonly #retryAfter: string
-  readonly #clock: Clock
-  readonly #queues = new Map<string, Waiter[]>()
-  readonly #factory: string
+  readonly #retryAfterMs: number
+  /** Slots this middleware holds in this process, over all keys. */
+  #inFlight = 0
+  /** Requests waiting in this middleware, over all keys. */
+  #queued = 0
 
   constructor(
     options: BulkheadOptions<Req, Res>,
@@ -132,181 +115,198 @@ export class BulkheadEngine<Req = unknown, Res = unknown> {
     factory = 'bulkhead',
     adapterOptions: readonly string[] = [],
   ) {
-    optionsObject(factory, options)
-    checkOptionNames(factory, options, OPTION_NAMES, adapterOptions)
-    this.#factory = factory
-    this.#request = request
-    this.#response = response
-    const max = positiveInteger(factory, 'max', options.max ?? 20)
-    this.maxQueue = nonNegativeInteger(factory, 'maxQueue', options.maxQueue ?? 0)
-    const name = policyName(factory, 'name', options.name ?? 'bulkhead')
+    readOptions(factory, options, [...OPTION_NAMES, ...adapterOptions], HINTS)
+    super(factory, options, request, response, {
+      status: 503,
+      message: 'Service Unavailable',
+      key: global(),
+      problem: TEMPORARY_REDUCED_CAPACITY,
+    })
+    const max = options.max === undefined ? 20 : readPositiveInteger(factory, 'max', options.max)
+    this.maxQueue =
+      options.maxQueue === undefined ? 0 : readNonNegativeInteger(factory, 'maxQueue', options.maxQueue)
+    const name = options.name === undefined ? undefined : policyName(factory, 'name', options.name)
     this.policy = concurrencyPolicy(name, max)
     this.policies = [this.policy]
-    this.#clock = checkClock(factory, options.clock)
+    claimPolicies(this.store, this.policies, factory)
     this.#queueMs =
       options.queueTimeout === undefined
         ? Number.POSITIVE_INFINITY
-        : parseDuration(options.queueTimeout, `${factory}: "queueTimeout"`)
-    const retryAfterMs = parseDuration(options.retryAfter ?? '1s', `${factory}: "retryAfter"`)
-    if (retryAfterMs === 0) {
-      throw rangeError(factory, 'retryAfter', 'must be a positive duration', options.retryAfter)
-    }
-    this.#retryAfter = String(toSeconds(retryAfterMs))
-    this.store =
-      options.store === undefined
-        ? memoryStore({ clock: this.#clock })
-        : checkStore(factory, options.store)
-    this.#key = optionalFunction(factory, 'key', options.key) ?? global()
-    this.#headers = createHeaderWriter(options.headers ?? 'draft-8', this.policies, factory)
-    this.statusCode = statusCode(factory, 'statusCode', options.statusCode ?? 503)
-    this.#message = options.message ?? 'Service Unavailable'
-    checkMessage(factory, this.#message)
+        : readDuration(factory, 'queueTimeout', options.queueTimeout)
+    this.#retryAfterMs = readPositiveDuration(factory, 'retryAfter', options.retryAfter, '1s')
+    this.#headers = createHeaderWriter(options.headers, this.policies, factory)
   }
 
   /**
-   * Takes a slot for one request. The decision's `release` must be called when the
-   * response is done (it is a no-op for a refused request). If the client goes away
-   * while queued, the promise rejects with the abort reason and nothing is held.
+   * Takes a slot for one request and prepares the answer. Never throws: a failing key
+   * function or store rejects the returned promise. If the client goes away while queued,
+   * the promise rejects with the abort reason and nothing is held.
    */
-  enter(req: Req, res: Res): MaybePromise<BulkheadDecision> {
-    const key = this.#key(req, this.#request)
-    if (isPromiseLike(key)) return key.then((k) => this.#enterKey(req, res, k))
-    return this.#enterKey(req, res, key)
+  admit(req: Req, res: Res): MaybePromise<Outcome> {
+    try {
+      const earlier = this.decidedBefore(req)
+      if (earlier !== undefined) return new BulkheadOutcome(this, req, res, earlier, false, undefined, 0)
+      const key = this.keyOf(req)
+      if (isPromiseLike(key)) return Promise.resolve(key).then((k) => this.#enter(req, res, k))
+      return this.#enter(req, res, key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
-  #enterKey(req: Req, res: Res, rawKey: string | undefined): MaybePromise<BulkheadDecision> {
-    const key = rawKey === undefined || rawKey === '' ? FALLBACK_KEY : rawKey
-    if (typeof key !== 'string') {
-      throw new TypeError(
-        `${this.#factory}: "key" must return a string or undefined, got ${describe(key)}`,
-      )
-    }
-    if (this.#queues.has(key)) return this.#wait(req, res, key)
+  #enter(req: Req, res: Res, key: string): MaybePromise<Outcome> {
+    if (this.queue.has(key)) return this.#wait(req, res, key, undefined)
     const taken = this.store.take(key, this.policies, 1)
-    if (isPromiseLike(taken)) return taken.then((t) => this.#entered(req, res, key, t))
+    if (isPromiseLike(taken)) return Promise.resolve(taken).then((t) => this.#entered(req, res, key, t))
     return this.#entered(req, res, key, taken)
   }
 
-  #entered(req: Req, res: Res, key: string, taken: TakeResult): MaybePromise<BulkheadDecision> {
-    if (!taken.allowed && this.maxQueue > 0) return this.#wait(req, res, key)
-    return this.#decision(key, taken)
+  #entered(req: Req, res: Res, key: string, taken: TakeResult): MaybePromise<Outcome> {
+    if (!taken.allowed && this.maxQueue > 0) return this.#wait(req, res, key, taken)
+    return this.#decided(req, res, key, taken, undefined)
   }
 
-  #decision(key: string, taken: TakeResult): BulkheadDecision {
-    const base = decision(taken, key, 1)
-    const lease = taken.results[0]?.lease
-    return { ...base, release: lease === undefined ? NOTHING_HELD : this.#releaser(key, lease) }
-  }
-
-  /** A release function that frees the lease exactly once, then hands the slot on. */
-  #releaser(key: string, lease: Lease): () => void {
-    let held = true
-    return () => {
-      if (!held) return
-      held = false
-      const released = this.store.release(key, this.policy, lease)
-      const handOn = () => notify(this.#queues.get(key)?.[0])
-      if (isPromiseLike(released)) released.then(handOn, handOn)
-      else handOn()
+  async #wait(req: Req, res: Res, key: string, first: TakeResult | undefined): Promise<Outcome> {
+    const me = this.queue.join(key, this.maxQueue)
+    if (me === undefined) {
+      return this.#decided(req, res, key, first ?? (await this.#current(key)), undefined)
     }
-  }
-
-  async #wait(req: Req, res: Res, key: string): Promise<BulkheadDecision> {
-    let queue = this.#queues.get(key)
-    if ((queue?.length ?? 0) >= this.maxQueue) {
-      return this.#decision(key, {
-        allowed: false,
-        results: await this.store.get(key, this.policies),
-      })
-    }
-    if (queue === undefined) {
-      queue = []
-      this.#queues.set(key, queue)
-    }
-    const deadline = this.#clock.now() + this.#queueMs
-    const me: Waiter = { wake: undefined, woken: false }
-    queue.push(me)
-    const signal = this.#response.signal(req, res)
+    const since = this.clock.now()
+    const deadline = since + this.#queueMs
+    this.#queued++
+    this.#publish(key, 'queue')
+    const signal = this.response.signal(req, res)
+    let joined = true
     try {
+      let taken = first
       for (;;) {
-        if (queue[0] === me) {
-          const taken = await this.store.take(key, this.policies, 1)
+        if (this.queue.isHead(me)) {
+          taken ??= await this.store.take(key, this.policies, 1)
           if (taken.allowed) {
+            const lease = taken.results[0]?.lease
             if (signal.aborted) {
               // The client left while the store answered: hand the slot straight back.
-              this.#releaser(key, taken.results[0]!.lease!)()
+              if (lease !== undefined) await this.store.release(key, this.policy, lease)
               throw signal.reason
             }
-            return this.#decision(key, taken)
+            this.#queued--
+            joined = false
+            this.queue.leave(me)
+            return this.#decided(req, res, key, taken, this.clock.now() - since)
           }
+          taken = undefined
         }
-        if (!(await this.#signalled(me, deadline, signal))) {
-          return this.#decision(key, {
-            allowed: false,
-            results: await this.store.get(key, this.policies),
-          })
+        const left = deadline - this.clock.now()
+        if (left <= 0) {
+          this.#queued--
+          joined = false
+          this.queue.leave(me)
+          this.#publish(key, 'timeout', { waitedMs: this.clock.now() - since })
+          return this.#decided(req, res, key, await this.#current(key), undefined)
         }
+        await this.queue.sleep(me, left, signal)
       }
     } finally {
-      const index = queue.indexOf(me)
-      queue.splice(index, 1)
-      if (queue.length === 0) this.#queues.delete(key)
-      else if (index === 0) notify(queue[0])
+      if (joined) {
+        this.#queued--
+        this.queue.leave(me)
+      }
     }
   }
 
-  /** Waits for a wake-up (a slot freed, or the head left): false when the deadline came first. */
-  async #signalled(me: Waiter, deadline: number, signal: AbortSignal): Promise<boolean> {
-    if (me.woken) {
-      me.woken = false
-      return true
+  /** The current state, for a request refused without taking (queue full, timed out). */
+  async #current(key: string): Promise<TakeResult> {
+    return { allowed: false, results: await this.store.get(key, this.policies) }
+  }
+
+  #decided(
+    req: Req,
+    res: Res,
+    key: string,
+    taken: TakeResult,
+    waitedMs: number | undefined,
+  ): Outcome {
+    const decided = decision(taken, key, 1)
+    this.remember(req, decided)
+    this.#headers?.write(res, this.response, decided)
+    const lease = taken.allowed ? taken.results[0]?.lease : undefined
+    if (taken.allowed) {
+      this.#inFlight++
+      this.#publish(key, 'enter', waitedMs === undefined ? undefined : { waitedMs })
+    } else {
+      this.writeRetryAfter(res, this.#retryAfterMs, this.#retryAfterMs)
+      this.#publish(key, 'reject')
     }
-    const timer = new AbortController()
-    const woken = new Promise<boolean>((resolve) => {
-      me.wake = () => resolve(true)
+    return new BulkheadOutcome(this, req, res, decided, taken.allowed, lease, this.clock.now())
+  }
+
+  /** Frees a slot (once per outcome) and wakes the next request queued under its key. */
+  release(key: string, lease: Lease | undefined, since: number): void {
+    this.#inFlight--
+    if (bulkheadChannel.hasSubscribers) {
+      this.#publish(key, 'release', { heldMs: this.clock.now() - since })
+    }
+    if (lease === undefined) {
+      this.queue.wake(key)
+      return
+    }
+    const released = this.store.release(key, this.policy, lease)
+    const handOn = () => this.queue.wake(key)
+    if (isPromiseLike(released)) Promise.resolve(released).then(handOn, handOn)
+    else handOn()
+  }
+
+  #publish(
+    key: string,
+    event: BulkheadEvent['event'],
+    extra?: { waitedMs?: number; heldMs?: number },
+  ): void {
+    if (!bulkheadChannel.hasSubscribers) return
+    bulkheadChannel.publish({
+      key,
+      policy: this.policy.name,
+      event,
+      inFlight: this.#inFlight,
+      queued: this.#queued,
+      ...extra,
     })
-    const waitMs = deadline - this.#clock.now()
-    const timeout =
-      waitMs === Number.POSITIVE_INFINITY
-        ? abortable(AbortSignal.any([signal, timer.signal]))
-        : this.#clock
-            .sleep(Math.max(0, waitMs), AbortSignal.any([signal, timer.signal]))
-            .then(() => false)
-    try {
-      return await Promise.race([woken, timeout])
-    } finally {
-      me.wake = undefined
-      timer.abort()
-      timeout.catch(() => {})
-    }
-  }
-
-  /** Sets the configured RateLimit headers for a decision. */
-  writeHeaders(res: Res, decided: Decision): void {
-    this.#headers?.write(res, this.#response, decided)
-  }
-
-  /** The `Retry-After` value of a refusal (the `retryAfter` option, in seconds). */
-  retryAfter(): string {
-    return this.#retryAfter
-  }
-
-  /** The body of a refusal. */
-  message(req: Req, res: Res): MaybePromise<LimitedBody> {
-    const message = this.#message!
-    return typeof message === 'function' ? message(req, res) : message
   }
 
   /** Requests waiting for a slot under `key` (default: the global key). */
   queued(key?: string): number {
-    return this.#queues.get(key ?? GLOBAL_KEY)?.length ?? 0
+    return this.queue.size(key ?? GLOBAL_KEY)
   }
 }
 
-/** A promise that only ever rejects, when `signal` aborts: an unbounded wait. */
-function abortable(signal: AbortSignal): Promise<boolean> {
-  return new Promise<boolean>((_, reject) => {
-    if (signal.aborted) reject(signal.reason)
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true })
-  })
+class BulkheadOutcome<Req, Res> implements Outcome {
+  readonly action: 'pass' | 'refuse'
+  readonly status: number
+  readonly holds: boolean
+  #held: boolean
+
+  constructor(
+    private readonly engine: BulkheadEngine<Req, Res>,
+    private readonly req: Req,
+    private readonly res: Res,
+    readonly decision: Decision,
+    /** Whether this request took a slot (false for a refusal or a second pass). */
+    held: boolean,
+    private readonly lease: Lease | undefined,
+    private readonly since: number,
+  ) {
+    this.action = decision.allowed ? 'pass' : 'refuse'
+    this.status = engine.statusCode
+    this.holds = held
+    this.#held = held
+  }
+
+  refusal(): MaybePromise<Refusal> {
+    return this.engine.refusalOf(this.req, this.res, this.decision)
+  }
+
+  done(): void {
+    if (!this.#held) return
+    this.#held = false
+    this.engine.release(this.decision.key, this.lease, this.since)
+  }
 }

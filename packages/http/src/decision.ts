@@ -17,7 +17,10 @@ export interface RateLimitInfo {
   readonly limit: number
   /** Permits left after this request (never negative). */
   readonly remaining: number
-  /** Milliseconds until the policy shown is back to fresh. */
+  /**
+   * Milliseconds until more quota becomes available under the policy shown (draft -10's
+   * `t`): 0 while it is full.
+   */
   readonly resetMs: number
   /** The budget this request was counted against. */
   readonly key: string
@@ -31,13 +34,16 @@ export interface RateLimitInfo {
  *
  * @example
  * ```ts
- * const decision = await engine.decide(req, res)
+ * const outcome = await engine.admit(req, res)
+ * const decision = outcome.decision
  * if (decision && !decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`)
  * ```
  */
 export interface Decision extends RateLimitInfo {
-  /** Whether the request may proceed. */
+  /** Whether the limits admit the request (in dry run: whether they would have). */
   readonly allowed: boolean
+  /** False only in dry run: a refusal is reported but the request goes on. */
+  readonly enforced: boolean
   /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
   readonly retryAfterMs: number
   /** Permits this request took (or asked for). */

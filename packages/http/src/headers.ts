@@ -1,17 +1,20 @@
+import { readOneOf } from '@sluice/core/validation'
 import type { ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
 import type { Policy, PolicyResult } from './store'
-import { typeError } from './validate'
 
 /**
  * Which RateLimit headers to send:
  * - `'draft-8'` (default), the IETF draft-ietf-httpapi-ratelimit-headers syntax, unchanged
- *   from -08 to -11: `RateLimit-Policy: "default";q=100;w=60` and
- *   `RateLimit: "default";r=57;t=12`, one list item per policy;
+ *   from -08 to -11: `RateLimit-Policy: "100-per-1m";q=100;w=60` and
+ *   `RateLimit: "100-per-1m";r=57;t=12`, one list item per policy;
  * - `'draft-7'`: `RateLimit: limit=100, remaining=57, reset=12` and `RateLimit-Policy: 100;w=60`;
  * - `'draft-6'`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`;
  * - `'legacy'`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds from now);
  * - `false`: none (a refusal still carries `Retry-After`).
+ *
+ * Every reset (`t`, `reset`) follows draft -10: the seconds until more quota becomes
+ * available. On a refusal it agrees with `Retry-After`.
  */
 export type HeaderMode = 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | false
 
@@ -23,9 +26,16 @@ export interface HeaderWriter {
 }
 
 /**
+ * The largest integer a structured field may carry (RFC 9651 §3.3.1: at most 15 digits).
+ * Larger values are clamped rather than sent malformed.
+ */
+const MAX_SF_INTEGER = 999_999_999_999_999
+
+/**
  * Whole seconds for a header, rounded up. Milliseconds are first rounded to the
  * microsecond so float noise (12000.000000001) does not add a second; any positive wait
  * is at least 1 s, since a client told 0 would come back at once and be refused again.
+ * Clamped to 15 digits, so even `Infinity` yields a valid header.
  *
  * @example
  * ```ts
@@ -34,8 +44,13 @@ export interface HeaderWriter {
  */
 export function toSeconds(ms: number): number {
   if (!(ms > 0)) return 0
-  if (ms === Number.POSITIVE_INFINITY) return Number.POSITIVE_INFINITY
+  if (!(ms < MAX_SF_INTEGER * 1000)) return MAX_SF_INTEGER
   return Math.max(1, Math.ceil(Math.round(ms * 1000) / 1_000_000))
+}
+
+/** A count for a header, clamped to the 15 digits a structured-field integer allows. */
+function count(n: number): number {
+  return n > MAX_SF_INTEGER ? MAX_SF_INTEGER : n
 }
 
 /**
@@ -49,7 +64,7 @@ export function toSeconds(ms: number): number {
  * ```
  */
 export function retryAfterSeconds(ms: number, fallbackMs: number): number {
-  return Number.isFinite(ms) ? Math.max(1, toSeconds(ms)) : Math.max(1, toSeconds(fallbackMs))
+  return Math.max(1, toSeconds(Number.isFinite(ms) ? ms : fallbackMs))
 }
 
 /** Structured-field string (RFC 8941 §3.3.3): printable ASCII with `\` and `"` escaped. */
@@ -105,15 +120,7 @@ export function createHeaderWriter(
   policies: readonly Policy[],
   factory: string,
 ): HeaderWriter | undefined {
-  if (!MODES.includes(mode as HeaderMode)) {
-    throw typeError(
-      factory,
-      'headers',
-      `must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy', false`,
-      mode,
-    )
-  }
-  switch (mode as HeaderMode) {
+  switch (readOneOf(factory, 'headers', mode, MODES, 'draft-8')) {
     case 'draft-8':
       return draft8(policies)
     case 'draft-7':
@@ -131,16 +138,16 @@ function draft8(policies: readonly Policy[]): HeaderWriter {
   const policyValue = policies
     .map((p) =>
       isConcurrency(p)
-        ? `${sfString(p.name)};q=${p.limit};qu="concurrent-requests"`
-        : `${sfString(p.name)};q=${p.limit};w=${toSeconds(p.windowMs)}`,
+        ? `${sfString(p.name)};q=${count(p.limit)};qu="concurrent-requests"`
+        : `${sfString(p.name)};q=${count(p.limit)};w=${toSeconds(p.windowMs)}`,
     )
     .join(', ')
   const prefixes = policies.map((p) => `${sfString(p.name)};r=`)
   const timed = policies.map((p) => !isConcurrency(p))
   const item = (i: number, result: PolicyResult) =>
     timed[i]
-      ? `${prefixes[i]}${result.remaining};t=${toSeconds(result.resetMs)}`
-      : `${prefixes[i]}${result.remaining}`
+      ? `${prefixes[i]}${count(result.remaining)};t=${toSeconds(result.resetMs)}`
+      : `${prefixes[i]}${count(result.remaining)}`
   return {
     write(res, response, decision) {
       const { results } = decision
@@ -152,11 +159,67 @@ function draft8(policies: readonly Policy[]): HeaderWriter {
   }
 }
 
-/** draft-6/7 policy list: `100;w=60`, or just the quota for a bulkhead (it has no window). */
-function draft7PolicyValue(policies: readonly Policy[]): string {
-  return policies
-    .map((p) => (isConcurrency(p) ? `${p.limit}` : `${p.limit};w=${toSeconds(p.windowMs)}`))
-    .join(', ')
+/** A draft-6/7 policy item: `100;w=60`, or just the quota for a bulkhead (it has no window). */
+interface QuotaItem {
+  readonly quota: number
+  readonly windowSeconds: number | undefined
+}
+
+const renderItem = (item: QuotaItem) =>
+  item.windowSeconds === undefined ? `${item.quota}` : `${item.quota};w=${item.windowSeconds}`
+
+/**
+ * The draft-6/7 policy list. Those drafts forbid two items with the same quota, so of
+ * several policies with equal quota only the strictest (longest window) is listed.
+ */
+function mergeQuotaItems(items: readonly QuotaItem[]): QuotaItem[] {
+  const byQuota = new Map<number, QuotaItem>()
+  for (const item of items) {
+    const seen = byQuota.get(item.quota)
+    if (seen === undefined || (item.windowSeconds ?? 0) > (seen.windowSeconds ?? 0)) {
+      byQuota.set(item.quota, item)
+    }
+  }
+  return [...byQuota.values()]
+}
+
+function parseQuotaItems(value: string): QuotaItem[] {
+  const items: QuotaItem[] = []
+  for (const part of value.split(',')) {
+    const match = /^\s*(\d+)(?:;w=(\d+))?\s*$/.exec(part)
+    if (match !== null) {
+      items.push({
+        quota: Number(match[1]),
+        windowSeconds: match[2] === undefined ? undefined : Number(match[2]),
+      })
+    }
+  }
+  return items
+}
+
+/** Writes `RateLimit-Policy` for draft-6/7, merged with what a stacked middleware set. */
+function writeQuotaPolicies<Res>(
+  res: Res,
+  response: ResponseAccessors<unknown, Res>,
+  own: readonly QuotaItem[],
+  ownValue: string,
+) {
+  const previous = response.getHeader(res, 'RateLimit-Policy')
+  if (previous === undefined) {
+    response.setHeader(res, 'RateLimit-Policy', ownValue)
+    return
+  }
+  const merged = mergeQuotaItems([...parseQuotaItems(flatten(previous)), ...own])
+  response.setHeader(res, 'RateLimit-Policy', merged.map(renderItem).join(', '))
+}
+
+function quotaItems(policies: readonly Policy[]): QuotaItem[] {
+  return mergeQuotaItems(
+    policies.map((p) => ({
+      quota: count(p.limit),
+      windowSeconds: isConcurrency(p) ? undefined : toSeconds(p.windowMs),
+    })),
+  )
 }
 
 function primary(decision: Decision): PolicyResult {
@@ -164,29 +227,30 @@ function primary(decision: Decision): PolicyResult {
 }
 
 function draft7(policies: readonly Policy[]): HeaderWriter {
-  const policyValue = draft7PolicyValue(policies)
+  const items = quotaItems(policies)
+  const policyValue = items.map(renderItem).join(', ')
   return {
     write(res, response, decision) {
-      append(res, response, 'RateLimit-Policy', policyValue)
+      writeQuotaPolicies(res, response, items, policyValue)
       if (existingIsTighter(response.getHeader(res, 'RateLimit'), decision.remaining)) return
       const shown = primary(decision)
+      const base = `limit=${count(decision.limit)}, remaining=${count(decision.remaining)}`
       response.setHeader(
         res,
         'RateLimit',
-        isConcurrency(shown.policy)
-          ? `limit=${decision.limit}, remaining=${decision.remaining}`
-          : `limit=${decision.limit}, remaining=${decision.remaining}, reset=${toSeconds(decision.resetMs)}`,
+        isConcurrency(shown.policy) ? base : `${base}, reset=${toSeconds(decision.resetMs)}`,
       )
     },
   }
 }
 
 function draft6(policies: readonly Policy[]): HeaderWriter {
-  const policyValue = draft7PolicyValue(policies)
+  const items = quotaItems(policies)
+  const policyValue = items.map(renderItem).join(', ')
   return {
     write(res, response, decision) {
-      append(res, response, 'RateLimit-Policy', policyValue)
-      writeTriple(res, response, decision, 'RateLimit-')
+      writeQuotaPolicies(res, response, items, policyValue)
+      writeTriple(res, response, decision, DRAFT6_NAMES)
     },
   }
 }
@@ -194,7 +258,7 @@ function draft6(policies: readonly Policy[]): HeaderWriter {
 function legacy(): HeaderWriter {
   return {
     write(res, response, decision) {
-      writeTriple(res, response, decision, 'X-RateLimit-')
+      writeTriple(res, response, decision, LEGACY_NAMES)
     },
   }
 }
@@ -208,12 +272,11 @@ function writeTriple<Res>(
   res: Res,
   response: ResponseAccessors<unknown, Res>,
   decision: Decision,
-  prefix: 'RateLimit-' | 'X-RateLimit-',
+  [limit, remaining, reset]: readonly [string, string, string],
 ) {
-  const [limit, remaining, reset] = prefix === 'RateLimit-' ? DRAFT6_NAMES : LEGACY_NAMES
   if (existingIsTighter(response.getHeader(res, remaining), decision.remaining)) return
-  response.setHeader(res, limit, String(decision.limit))
-  response.setHeader(res, remaining, String(decision.remaining))
+  response.setHeader(res, limit, String(count(decision.limit)))
+  response.setHeader(res, remaining, String(count(decision.remaining)))
   // A bulkhead has no window, so it sends no reset rather than a misleading 0.
   if (!isConcurrency(primary(decision).policy)) {
     response.setHeader(res, reset, String(toSeconds(decision.resetMs)))

@@ -6,6 +6,9 @@
  *
  * @module
  */
+export type { BulkheadOptions } from './bulkhead-engine'
+export type { Decision, RateLimitInfo } from './decision'
+export type { LimitedBody } from './engine'
 export {
   type AdaptiveLimitEvent,
   type BulkheadEvent,
@@ -17,5 +20,7 @@ export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export type { MaybePromise } from './maybe-promise'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'
+export type { HeaderMode } from './headers'
 export type { BlockOptions, PoliciesOptions, PolicyOptions, RateAlgorithm } from './policy'
+export type { KeyState, RateLimitOptions, WaitingOptions } from './rate-limit-engine'
 export type * from './store'

@@ -16,3 +16,30 @@ export type MaybePromise<T> = T | PromiseLike<T>
 export function isPromiseLike<T>(value: MaybePromise<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null | undefined)?.then === 'function'
 }
+
+/**
+ * Runs `apply` on a value now, or once a promise of it resolves, routing every failure
+ * (a rejection, or a throw from `apply` itself) to `fail`. Adapters answer through this,
+ * so a throwing `onLimited` after an asynchronous decision reaches the framework's error
+ * handling instead of becoming an unhandled rejection that kills the process.
+ *
+ * @example
+ * ```ts
+ * whenSettled(engine.admit(req, res), (outcome) => answer(outcome), (error) => next(error))
+ * ```
+ */
+export function whenSettled<T>(
+  value: MaybePromise<T>,
+  apply: (value: T) => void,
+  fail: (error: unknown) => void,
+): void {
+  if (isPromiseLike(value)) {
+    Promise.resolve(value).then(apply).then(undefined, fail)
+    return
+  }
+  try {
+    apply(value)
+  } catch (error) {
+    fail(error)
+  }
+}

@@ -490,17 +490,23 @@ class InMemoryStore implements MemoryStore {
     receipt: number | undefined,
   ): PolicyResult {
     const timed = 'resetMs' in limiter
-    const resetMs = timed ? limiter.resetMs() : 0
+    const available = Math.max(0, limiter.availablePermits())
+    let resetMs = 0
     let retryAfterMs = 0
-    // A bulkhead has no time axis: 0 means "unknown", as in RateLimitError.
-    if (!allowed && timed) retryAfterMs = limiter.retryAfterMs(cost)
+    if (timed) {
+      // Draft -10's reset: until one more permit is free; 0 when none can be (it is full).
+      const more = limiter.retryAfterMs(available + 1)
+      resetMs = Number.isFinite(more) ? more : 0
+      // A bulkhead has no time axis: its 0 means "unknown", as in RateLimitError.
+      if (!allowed) retryAfterMs = limiter.retryAfterMs(cost)
+    }
     const result: {
       -readonly [K in keyof PolicyResult]: PolicyResult[K]
     } = {
       policy,
       allowed: admits,
       limit: policy.limit,
-      remaining: blockedMs > 0 ? 0 : Math.max(0, limiter.availablePermits()),
+      remaining: blockedMs > 0 ? 0 : available,
       resetMs: blockedMs > resetMs ? blockedMs : resetMs,
       retryAfterMs: blockedMs > retryAfterMs ? blockedMs : retryAfterMs,
     }

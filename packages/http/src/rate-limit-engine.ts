@@ -1,34 +1,40 @@
-import { type Clock, type Duration, parseDuration, systemClock } from '@sluice/core'
+import type { Duration } from '@sluice/core'
+import {
+  readBoolean,
+  readDuration,
+  readFunction,
+  readNonNegativeInteger,
+  readOptions,
+  readPositiveInteger,
+  typeError,
+} from '@sluice/core/validation'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { type Decision, primaryIndex } from './decision'
 import {
-  createHeaderWriter,
-  type HeaderMode,
-  type HeaderWriter,
-  retryAfterSeconds,
-} from './headers'
-import { FALLBACK_KEY, ip, type KeyExtractor } from './keys'
-import { isPromiseLike } from './maybe-promise'
-import { memoryStore } from './memory-store'
-import { compilePolicies, type PoliciesOptions } from './policy'
-import type { MaybePromise, Policy, Store, TakeResult } from './store'
+  type CommonOptions,
+  Engine,
+  type LimitedBody,
+  type Outcome,
+  QUOTA_EXCEEDED,
+  type Refusal,
+  SKIPPED,
+} from './engine'
+import { rateLimitChannel } from './events'
+import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
+import { ip, type KeyExtractor } from './keys'
+import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import {
-  describe,
-  nonNegativeInteger,
-  optionalFunction,
-  optionsObject,
-  positiveInteger,
-  rangeError,
-  statusCode,
-  typeError,
-} from './validate'
+  claimPolicies,
+  type PoliciesOptions,
+  POLICY_OPTIONS,
+  type PolicyOptions,
+  PolicySource,
+} from './policy'
+import type { Policy, PolicyResult, TakeResult } from './store'
 import { emitWarning } from './warnings'
 
-/** A response body: text, or an object sent as JSON. */
-export type LimitedBody = string | Record<string, unknown>
-
 /** Options of waiting mode: delay requests over the limit instead of refusing them. */
-export interface WaitOptions {
+export interface WaitingOptions {
   /** The longest a request may be held back; beyond it the request is refused. */
   timeout: Duration
   /** Requests per key that may wait at once; more are refused at once. Default 100. */
@@ -49,44 +55,57 @@ export interface WaitOptions {
  * }
  * ```
  */
-export interface RateLimitOptions<Req = unknown, Res = unknown> extends PoliciesOptions {
+export interface RateLimitOptions<Req = unknown, Res = unknown>
+  extends Omit<PoliciesOptions, 'limit' | 'policies'>,
+    CommonOptions<Req, Res> {
+  /** Requests per window: a number, or a function of the request (plans, tenants). Default 100. */
+  limit?: number | ((req: Req) => number | Promise<number>)
+  /**
+   * Several limits checked together, atomically; or a function of the request that picks
+   * them (compiled once per distinct value).
+   */
+  policies?:
+    | readonly PolicyOptions[]
+    | ((req: Req) => readonly PolicyOptions[] | Promise<readonly PolicyOptions[]>)
   /** Finds the budget a request counts against. Default `keys.ip()`. */
   key?: KeyExtractor<Req>
   /** Permits a request takes: a positive integer or a function of the request. Default 1. */
   cost?: number | ((req: Req) => number | Promise<number>)
-  /** Which RateLimit headers to send. Default `'draft-8'`. */
+  /** Which RateLimit headers to send. Default `'draft-8'` (`false` in dry run). */
   headers?: HeaderMode
   /** Delay requests over the limit (up to `timeout`) instead of refusing them. */
-  wait?: WaitOptions
+  wait?: WaitingOptions
   /** Requests for which this returns true are neither counted nor limited. */
   skip?: (req: Req) => boolean | Promise<boolean>
   /**
    * Called once the response has finished; returning true gives the request's permits
    * back (outcome-based counting, e.g. `res.statusCode < 400` to count only failures).
-   * Responses the client abandoned are never refunded.
+   * Responses the client abandoned are never refunded, and permits whose window has
+   * passed are not given back.
    */
   refundWhen?: (req: Req, res: Res) => boolean | Promise<boolean>
   /** Status of a refusal. Default 429. */
   statusCode?: number
   /** Body of a refusal. Default `'Too Many Requests'`. */
   message?: LimitedBody | ((req: Req, res: Res) => LimitedBody | Promise<LimitedBody>)
-  /** Where per-key state lives. Default `memoryStore({ maxKeys: 100_000, clock })`. */
-  store?: Store
-  /** Time source for waiting (and for the default store). Default `systemClock`. */
-  clock?: Clock
+  /**
+   * Shadow mode: nothing is refused. The decision and the `sluice:rate-limit` events
+   * report what would have happened (`allowed: false`, `enforced: false`); no `Retry-After`,
+   * and no RateLimit headers unless `headers` is given.
+   */
+  dryRun?: boolean
+  /**
+   * Answer a refusal as RFC 9457 `application/problem+json` with the rate-limit draft's
+   * `quota-exceeded` type and `violated-policies`; a string `message` becomes its `detail`.
+   */
+  problemDetails?: boolean
 }
 
-const OPTION_NAMES = new Set([
-  'algorithm',
-  'limit',
-  'window',
-  'capacity',
-  'slots',
-  'warmUp',
+const OPTION_NAMES = [
+  ...POLICY_OPTIONS,
   'policies',
   'key',
   'cost',
-  'name',
   'headers',
   'wait',
   'skip',
@@ -95,112 +114,58 @@ const OPTION_NAMES = new Set([
   'message',
   'store',
   'clock',
-])
+  'dryRun',
+  'problemDetails',
+]
 
-/** Names other rate limiters use, and what they are called here. */
-const RENAMED: Record<string, string> = {
-  windowMs: 'window',
-  max: 'limit',
-  keyGenerator: 'key',
-  handler: 'onLimited',
-  standardHeaders: 'headers',
-  legacyHeaders: 'headers',
+/** Names other rate limiters use, and what to write instead. */
+export const RATE_LIMIT_HINTS: Readonly<Record<string, string>> = {
+  windowMs: 'use "window": milliseconds or a string such as \'15m\'',
+  max: 'use "limit"',
+  points: 'use "limit"',
+  duration: 'use "window": rate-limiter-flexible counts seconds, sluice takes \'60s\' or milliseconds',
+  blockDuration: 'use "block: { for }"',
+  keyGenerator: 'use "key"',
+  keyPrefix: 'give each middleware a "name"; the store keeps policies apart by name and spec',
+  identifier: 'use "name"',
+  handler: 'use "onLimited"',
+  standardHeaders: 'use "headers" (\'draft-8\' by default)',
+  legacyHeaders: "use headers: 'legacy'",
+  skipSuccessfulRequests: 'use refundWhen: (req, res) => res.statusCode < 400',
+  skipFailedRequests: 'use refundWhen: (req, res) => res.statusCode >= 400',
+  requestWasSuccessful: 'use "refundWhen"',
+  passOnStoreError: "use the store's onError, e.g. redisStore({ client, onError: 'allow' })",
+  requestPropertyName: 'the decision is always on the request as rateLimit',
 }
+
+const WAIT_OPTIONS = ['timeout', 'maxQueue']
 
 /**
- * Refuses option names this factory does not know: a typo (or an express-rate-limit
- * name such as `windowMs`) would otherwise silently leave the default in force.
- */
-export function checkOptionNames(
-  factory: string,
-  options: object,
-  known: ReadonlySet<string>,
-  adapterOptions: readonly string[],
-): void {
-  for (const name of Object.keys(options)) {
-    if (known.has(name) || adapterOptions.includes(name)) continue
-    const hint = RENAMED[name] === undefined ? '' : ` (did you mean "${RENAMED[name]}"?)`
-    throw new TypeError(`${factory}: unknown option "${name}"${hint}`)
-  }
-}
-
-/** Checks that `store` has the Store methods. */
-export function checkStore(factory: string, store: unknown): Store {
-  const s = store as Partial<Store> | null
-  if (
-    typeof s !== 'object' ||
-    s === null ||
-    typeof s.take !== 'function' ||
-    typeof s.refund !== 'function' ||
-    typeof s.release !== 'function' ||
-    typeof s.get !== 'function' ||
-    typeof s.reset !== 'function'
-  ) {
-    throw typeError(factory, 'store', 'must implement take, refund, release, get and reset', store)
-  }
-  return s as Store
-}
-
-/** Checks a clock option. */
-export function checkClock(factory: string, clock: unknown): Clock {
-  if (clock === undefined) return systemClock
-  const c = clock as Partial<Clock> | null
-  if (
-    typeof c !== 'object' ||
-    c === null ||
-    typeof c.now !== 'function' ||
-    typeof c.sleep !== 'function'
-  ) {
-    throw typeError(factory, 'clock', 'must be an object with now() and sleep()', clock)
-  }
-  return c as Clock
-}
-
-/** Checks a refusal body (or body function). */
-export function checkMessage(factory: string, message: unknown): void {
-  if (typeof message === 'string' || typeof message === 'function') return
-  if (typeof message === 'object' && message !== null && !Array.isArray(message)) return
-  throw typeError(factory, 'message', 'must be a string, an object or a function', message)
-}
-
-interface Waiter {
-  wake: (() => void) | undefined
-}
-
-/**
- * The framework-neutral rate limiter an adapter wraps: compiles and validates the options
- * once, then per request runs skip → key → cost → `store.take` (all policies, atomically)
- * → decision, with waiting mode, headers, `Retry-After` and refunds.
+ * The framework-neutral rate limiter an adapter wraps. It compiles and validates the
+ * options once; per request it runs skip → key → policies → cost → `store.take` (all
+ * policies, atomically, FIFO per key in waiting mode) → decision, writes the headers
+ * (and `Retry-After` on a refusal) through the response accessors, publishes the
+ * `sluice:rate-limit` event, and hands the adapter an {@link Outcome}.
  *
  * @example
  * ```ts
  * const engine = new RateLimitEngine({ limit: 10, window: '1s' }, requestAccessors, responseAccessors)
- * const decision = await engine.decide(req, res)
- * if (decision) engine.writeHeaders(res, decision)
+ * const outcome = await engine.admit(req, res)
+ * if (outcome.action === 'refuse') send(res, outcome.status, await outcome.refusal())
  * ```
  */
-export class RateLimitEngine<Req = unknown, Res = unknown> {
-  /** The validated policies, in the order given. */
-  readonly policies: readonly Policy[]
-  readonly store: Store
-  /** Status of a refusal. */
-  readonly statusCode: number
-  /** Whether `settle` has anything to do (a `refundWhen` was given). */
-  readonly refunds: boolean
-  readonly #request: RequestAccessors<Req>
-  readonly #response: ResponseAccessors<Req, Res>
-  readonly #key: KeyExtractor<Req>
+export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
+  /** The middleware's policies, or those met so far when they depend on the request. */
+  readonly source: PolicySource<Req>
+  readonly dryRun: boolean
   readonly #cost: number
   readonly #costOf: ((req: Req) => number | Promise<number>) | undefined
   readonly #skip: ((req: Req) => boolean | Promise<boolean>) | undefined
-  readonly #refundWhen: ((req: Req, res: Res) => boolean | Promise<boolean>) | undefined
-  readonly #headers: HeaderWriter | undefined
-  readonly #message: RateLimitOptions<Req, Res>['message']
+  readonly refundWhen: ((req: Req, res: Res) => boolean | Promise<boolean>) | undefined
+  readonly #headerMode: HeaderMode
+  readonly #writers = new WeakMap<readonly Policy[], HeaderWriter | undefined>()
   readonly #waitMs: number | undefined
   readonly #maxQueue: number
-  readonly #clock: Clock
-  readonly #queues = new Map<string, Waiter[]>()
-  readonly #factory: string
 
   /**
    * @param adapterOptions Option names the adapter handles itself (e.g. `onLimited`), so
@@ -213,111 +178,149 @@ export class RateLimitEngine<Req = unknown, Res = unknown> {
     factory = 'rateLimit',
     adapterOptions: readonly string[] = [],
   ) {
-    optionsObject(factory, options)
-    checkOptionNames(factory, options, OPTION_NAMES, adapterOptions)
-    this.#factory = factory
-    this.#request = request
-    this.#response = response
-    this.policies = compilePolicies(options, factory)
-    this.#clock = checkClock(factory, options.clock)
-    this.store =
-      options.store === undefined
-        ? memoryStore({ clock: this.#clock })
-        : checkStore(factory, options.store)
-    this.#key = optionalFunction(factory, 'key', options.key) ?? ip()
+    readOptions(factory, options, [...OPTION_NAMES, ...adapterOptions], RATE_LIMIT_HINTS)
+    super(factory, options, request, response, {
+      status: 429,
+      message: 'Too Many Requests',
+      key: ip(),
+      problem: QUOTA_EXCEEDED,
+    })
+    warnAboutSmallWindows(factory, options)
+    this.source = new PolicySource<Req>(options as PoliciesOptions, factory)
+    if (this.source.fixed !== undefined) claimPolicies(this.store, this.source.fixed, factory)
     const { cost = 1 } = options
     if (typeof cost === 'function') {
       this.#cost = 1
       this.#costOf = cost
     } else {
-      this.#cost = positiveInteger(factory, 'cost', cost)
+      this.#cost = readPositiveInteger(factory, 'cost', cost)
       this.#costOf = undefined
     }
-    this.#skip = optionalFunction(factory, 'skip', options.skip)
-    this.#refundWhen = optionalFunction(factory, 'refundWhen', options.refundWhen)
-    this.refunds = this.#refundWhen !== undefined
-    this.#headers = createHeaderWriter(options.headers ?? 'draft-8', this.policies, factory)
-    this.statusCode = statusCode(factory, 'statusCode', options.statusCode ?? 429)
-    this.#message = options.message ?? 'Too Many Requests'
-    checkMessage(factory, this.#message)
+    this.#skip = readFunction(factory, 'skip', options.skip)
+    this.refundWhen = readFunction(factory, 'refundWhen', options.refundWhen)
+    this.dryRun = readBoolean(factory, 'dryRun', options.dryRun, false)
+    this.#headerMode =
+      options.headers === undefined ? (this.dryRun ? false : 'draft-8') : options.headers
+    if (this.source.fixed !== undefined) this.#writer(this.source.fixed)
+    else createHeaderWriter(this.#headerMode, [], factory)
     const { wait } = options
     if (wait === undefined) {
       this.#waitMs = undefined
       this.#maxQueue = 0
     } else {
-      if (typeof wait !== 'object' || wait === null) {
+      if (typeof wait !== 'object' || wait === null || Array.isArray(wait)) {
         throw typeError(factory, 'wait', 'must be an object { timeout, maxQueue }', wait)
       }
-      if (wait.timeout === undefined) {
-        throw typeError(factory, 'wait.timeout', 'is required', wait.timeout)
+      readOptions(`${factory}: "wait"`, wait, WAIT_OPTIONS)
+      if (wait.timeout === undefined) throw typeError(factory, 'wait.timeout', 'is required', undefined)
+      if (this.dryRun) {
+        throw typeError(factory, 'wait', 'cannot be combined with dryRun (nothing waits in dry run)', wait)
       }
-      this.#waitMs = parseDuration(wait.timeout, `${factory}: "wait.timeout"`)
-      this.#maxQueue = nonNegativeInteger(factory, 'wait.maxQueue', wait.maxQueue ?? 100)
+      this.#waitMs = readDuration(factory, 'wait.timeout', wait.timeout)
+      this.#maxQueue =
+        wait.maxQueue === undefined ? 100 : readNonNegativeInteger(factory, 'wait.maxQueue', wait.maxQueue)
     }
+  }
+
+  /** The policies of a request, for inspection (`get`): the fixed ones, or every one met so far. */
+  get policies(): readonly Policy[] {
+    return this.source.fixed ?? [...this.source.known.values()]
+  }
+
+  #writer(policies: readonly Policy[]): HeaderWriter | undefined {
+    if (this.#writers.has(policies)) return this.#writers.get(policies)
+    const writer = createHeaderWriter(this.#headerMode, policies, this.factory)
+    this.#writers.set(policies, writer)
+    return writer
   }
 
   /**
-   * Checks one request: `undefined` when `skip` said so, otherwise the decision (admitted
-   * or refused). In waiting mode a request over the limit resolves once it is admitted or
-   * its wait is known to be too long; if the client goes away while it waits, the promise
-   * rejects with the abort reason and the request has left the queue.
+   * Decides one request and prepares the answer. Never throws: a failing callback or
+   * store rejects the returned promise. In waiting mode a request over the limit resolves
+   * once it is admitted or its wait is known to be too long; if its client goes away while
+   * it waits, the promise rejects with the abort reason and the request has left the queue.
    */
-  decide(req: Req, res: Res): MaybePromise<Decision | undefined> {
-    if (this.#skip !== undefined) {
-      const skipped = this.#skip(req)
-      if (isPromiseLike(skipped)) {
-        return skipped.then((skip) => (skip ? undefined : this.#keyed(req, res)))
+  admit(req: Req, res: Res): MaybePromise<Outcome> {
+    try {
+      const earlier = this.decidedBefore(req)
+      if (earlier !== undefined) return new RateLimitOutcome(this, req, res, earlier, false)
+      if (this.#skip !== undefined) {
+        const skipped = this.#skip(req)
+        if (isPromiseLike(skipped)) {
+          return Promise.resolve(skipped).then((skip) => (skip ? SKIPPED : this.#keyed(req, res)))
+        }
+        if (skipped) return SKIPPED
       }
-      if (skipped) return undefined
+      return this.#keyed(req, res)
+    } catch (error) {
+      return Promise.reject(error)
     }
-    return this.#keyed(req, res)
   }
 
-  #keyed(req: Req, res: Res): MaybePromise<Decision> {
-    const key = this.#key(req, this.#request)
-    if (isPromiseLike(key)) return key.then((k) => this.#costed(req, res, k))
-    return this.#costed(req, res, key)
+  #keyed(req: Req, res: Res): MaybePromise<Outcome> {
+    const key = this.keyOf(req)
+    if (isPromiseLike(key)) return Promise.resolve(key).then((k) => this.#policied(req, res, k))
+    return this.#policied(req, res, key)
   }
 
-  #costed(req: Req, res: Res, rawKey: string | undefined): MaybePromise<Decision> {
-    const key = rawKey === undefined || rawKey === '' ? FALLBACK_KEY : rawKey
-    if (typeof key !== 'string') {
-      throw new TypeError(
-        `${this.#factory}: "key" must return a string or undefined, got ${describe(key)}`,
-      )
+  #policied(req: Req, res: Res, key: string): MaybePromise<Outcome> {
+    const policies = this.source.resolve(req)
+    if (isPromiseLike(policies)) {
+      return Promise.resolve(policies).then((p) => this.#costed(req, res, key, p))
     }
-    if (this.#costOf === undefined) return this.#take(req, res, key, this.#cost)
+    return this.#costed(req, res, key, policies)
+  }
+
+  #costed(req: Req, res: Res, key: string, policies: readonly Policy[]): MaybePromise<Outcome> {
+    if (this.#costOf === undefined) return this.#take(req, res, key, policies, this.#cost)
     const cost = this.#costOf(req)
-    if (isPromiseLike(cost)) return cost.then((c) => this.#take(req, res, key, this.#checkCost(c)))
-    return this.#take(req, res, key, this.#checkCost(cost))
+    if (isPromiseLike(cost)) {
+      return Promise.resolve(cost).then((c) => this.#take(req, res, key, policies, this.#checkCost(c)))
+    }
+    return this.#take(req, res, key, policies, this.#checkCost(cost))
   }
 
   #checkCost(cost: unknown): number {
-    if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 1) {
-      throw rangeError(this.#factory, 'cost', 'must return a positive integer', cost)
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+      throw typeError(this.factory, 'cost', 'must return a positive integer', cost)
     }
     return cost
   }
 
-  #take(req: Req, res: Res, key: string, cost: number): MaybePromise<Decision> {
-    if (this.#waitMs !== undefined && this.#queues.has(key)) {
-      // Others are already waiting for this key: taking now would jump the queue.
-      return this.#wait(req, res, key, cost, undefined)
-    }
-    const taken = this.store.take(key, this.policies, cost)
-    if (isPromiseLike(taken)) return taken.then((t) => this.#decided(req, res, key, cost, t))
-    return this.#decided(req, res, key, cost, taken)
-  }
-
-  #decided(
+  #take(
     req: Req,
     res: Res,
     key: string,
+    policies: readonly Policy[],
+    cost: number,
+  ): MaybePromise<Outcome> {
+    if (this.#waitMs !== undefined && this.queue.has(key)) {
+      // Others are already waiting for this key: taking now would jump the queue.
+      return this.#wait(req, res, key, policies, cost, undefined).then((taken) =>
+        this.#decided(req, res, key, policies, cost, taken),
+      )
+    }
+    const taken = this.store.take(key, policies, cost)
+    if (isPromiseLike(taken)) {
+      return Promise.resolve(taken).then((t) => this.#taken(req, res, key, policies, cost, t))
+    }
+    return this.#taken(req, res, key, policies, cost, taken)
+  }
+
+  #taken(
+    req: Req,
+    res: Res,
+    key: string,
+    policies: readonly Policy[],
     cost: number,
     taken: TakeResult,
-  ): MaybePromise<Decision> {
-    if (!taken.allowed && this.#waitMs !== undefined) return this.#wait(req, res, key, cost, taken)
-    return decision(taken, key, cost)
+  ): MaybePromise<Outcome> {
+    if (taken.allowed || this.#waitMs === undefined) {
+      return this.#decided(req, res, key, policies, cost, taken)
+    }
+    return this.#wait(req, res, key, policies, cost, taken).then((t) =>
+      this.#decided(req, res, key, policies, cost, t),
+    )
   }
 
   /**
@@ -330,141 +333,216 @@ export class RateLimitEngine<Req = unknown, Res = unknown> {
     req: Req,
     res: Res,
     key: string,
+    policies: readonly Policy[],
     cost: number,
     first: TakeResult | undefined,
-  ): Promise<Decision> {
-    const clock = this.#clock
-    const deadline = clock.now() + this.#waitMs!
-    let queue = this.#queues.get(key)
-    if ((queue?.length ?? 0) >= this.#maxQueue) {
-      return decision(first ?? (await this.#refused(key)), key, cost)
-    }
-    if (queue === undefined) {
-      queue = []
-      this.#queues.set(key, queue)
-    }
-    const me: Waiter = { wake: undefined }
-    queue.push(me)
-    const signal = this.#response.signal(req, res)
+  ): Promise<TakeResult> {
+    const deadline = this.clock.now() + this.#waitMs!
+    const me = this.queue.join(key, this.#maxQueue)
+    if (me === undefined) return first ?? this.#current(key, policies)
+    const signal = this.response.signal(req, res)
     try {
-      if (queue[0] !== me && !(await this.#turn(me, deadline, signal))) {
-        return decision(await this.#refused(key), key, cost)
+      let taken = first
+      for (;;) {
+        if (this.queue.isHead(me)) {
+          taken ??= await this.store.take(key, policies, cost)
+          if (taken.allowed) return taken
+          const retryAfterMs = longestWait(taken)
+          if (!(this.clock.now() + retryAfterMs <= deadline)) return taken
+          // A refusal always names a wait; should a store say 0, pause a tick rather than spin.
+          await this.queue.sleep(me, retryAfterMs > 0 ? retryAfterMs : 1, signal)
+          taken = undefined
+        } else {
+          const left = deadline - this.clock.now()
+          if (left <= 0) return this.#current(key, policies)
+          await this.queue.sleep(me, left, signal)
+        }
       }
-      let taken = first ?? (await this.store.take(key, this.policies, cost))
-      while (!taken.allowed) {
-        const { retryAfterMs } = decision(taken, key, cost)
-        if (!(clock.now() + retryAfterMs <= deadline)) break
-        // A refusal always names a wait; should a store say 0, pause a tick's worth rather than spin.
-        await clock.sleep(retryAfterMs > 0 ? retryAfterMs : 1, signal)
-        taken = await this.store.take(key, this.policies, cost)
-      }
-      return decision(taken, key, cost)
     } finally {
-      const index = queue.indexOf(me)
-      queue.splice(index, 1)
-      if (queue.length === 0) this.#queues.delete(key)
-      else if (index === 0) queue[0]!.wake?.()
+      this.queue.leave(me)
     }
   }
 
-  /** Waits to reach the head of the queue: true when it did, false when the deadline came first. */
-  async #turn(me: Waiter, deadline: number, signal: AbortSignal): Promise<boolean> {
-    const timer = new AbortController()
-    const turn = new Promise<boolean>((resolve) => {
-      me.wake = () => resolve(true)
-    })
-    const timeout = this.#clock
-      .sleep(Math.max(0, deadline - this.#clock.now()), AbortSignal.any([signal, timer.signal]))
-      .then(() => false)
-    try {
-      return await Promise.race([turn, timeout])
-    } finally {
-      me.wake = undefined
-      timer.abort()
-      timeout.catch(() => {})
+  /** The current state, for a request refused without taking (queue full, timed out). */
+  async #current(key: string, policies: readonly Policy[]): Promise<TakeResult> {
+    return { allowed: false, results: await this.store.get(key, policies) }
+  }
+
+  #decided(
+    req: Req,
+    res: Res,
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    taken: TakeResult,
+  ): Outcome {
+    const decided = decision(taken, key, cost, !this.dryRun)
+    this.remember(req, decided)
+    this.#writer(policies)?.write(res, this.response, decided)
+    if (!decided.allowed && !this.dryRun) {
+      const shown = decided.results[primaryIndex(decided.results, false)]!
+      this.writeRetryAfter(res, decided.retryAfterMs, shown.policy.windowMs)
     }
-  }
-
-  /** The current state for a request refused without taking (queue full, timed out). */
-  async #refused(key: string): Promise<TakeResult> {
-    const results = await this.store.get(key, this.policies)
-    return { allowed: false, results }
-  }
-
-  /** Sets the configured RateLimit headers for a decision. */
-  writeHeaders(res: Res, decided: Decision): void {
-    this.#headers?.write(res, this.#response, decided)
-  }
-
-  /** The `Retry-After` value of a refusal, whole seconds rounded up. */
-  retryAfter(decided: Decision): string {
-    const shown = decided.results.find((r) => r.policy.name === decided.policy)
-    return String(retryAfterSeconds(decided.retryAfterMs, shown?.policy.windowMs ?? 1000))
-  }
-
-  /** The body of a refusal. */
-  message(req: Req, res: Res): MaybePromise<LimitedBody> {
-    const message = this.#message!
-    return typeof message === 'function' ? message(req, res) : message
+    if (rateLimitChannel.hasSubscribers) publish(decided)
+    return new RateLimitOutcome(this, req, res, decided, true)
   }
 
   /**
-   * Call once the response has finished: gives the permits back when `refundWhen` says
-   * so. Only admitted requests took anything, so only they are refunded.
+   * Each policy's current state for `key`, taking nothing: `{ policy, limit, remaining,
+   * resetMs }` (remaining 0 while blocked).
    */
-  settle(req: Req, res: Res, decided: Decision): MaybePromise<void> {
-    if (this.#refundWhen === undefined || !decided.allowed) return
-    const refund = this.#refundWhen(req, res)
-    if (isPromiseLike(refund)) {
-      return refund.then((yes) =>
-        yes ? this.store.refund(decided.key, this.policies, decided.cost) : undefined,
-      )
-    }
-    if (refund) return this.store.refund(decided.key, this.policies, decided.cost)
+  get(key: string): MaybePromise<readonly KeyState[]> {
+    const policies = this.policies
+    const states = this.store.get(key, policies)
+    if (isPromiseLike(states)) return Promise.resolve(states).then(toKeyStates)
+    return toKeyStates(states)
   }
 
-  /**
-   * `settle` for adapters to call from a response's finish: it runs with no request left
-   * to fail, so a throwing `refundWhen` or a failing store is reported once per failure
-   * as a `SluiceWarning` (`ERR_SLUICE_REFUND_FAILED`) instead of crashing the process.
-   */
-  settleAfterResponse(req: Req, res: Res, decided: Decision): void {
+  /** Forgets a key's state (and any block) under this middleware's policies. */
+  resetKey(key: string): MaybePromise<void> {
+    return this.store.reset(key, this.policies)
+  }
+
+  /** After the response: gives the permits back when `refundWhen` says so. */
+  settle(req: Req, res: Res, decided: Decision, gone: boolean): void {
+    const refundWhen = this.refundWhen
+    if (refundWhen === undefined || gone || !decided.allowed || !decided.enforced) return
+    const refund = () => {
+      const receipts = decided.results.map((r) => r.receipt)
+      return this.store.refund(decided.key, decided.results.map((r) => r.policy), decided.cost, receipts)
+    }
+    // Nobody is left to fail: a throwing refundWhen or a failing store is reported instead.
     const report = (error: unknown) =>
       emitWarning(
-        this.#factory,
+        this.factory,
         'ERR_SLUICE_REFUND_FAILED',
         `refundWhen or store.refund failed after the response: ${String(error)}`,
       )
     try {
-      const settled = this.settle(req, res, decided)
-      if (isPromiseLike(settled)) settled.then(undefined, report)
+      const yes = refundWhen(req, res)
+      if (isPromiseLike(yes)) {
+        Promise.resolve(yes)
+          .then((y) => (y ? refund() : undefined))
+          .then(undefined, report)
+        return
+      }
+      if (!yes) return
+      const refunded = refund()
+      if (isPromiseLike(refunded)) Promise.resolve(refunded).then(undefined, report)
     } catch (error) {
       report(error)
     }
   }
+}
 
-  /** Forgets a key's state under this middleware's policies (an admin "unblock"). */
-  resetKey(key: string): MaybePromise<void> {
-    return this.store.reset(key, this.policies)
+/** What `get(key)` reports for one policy. */
+export interface KeyState {
+  readonly policy: string
+  readonly limit: number
+  readonly remaining: number
+  readonly resetMs: number
+}
+
+function toKeyStates(states: readonly PolicyResult[]): readonly KeyState[] {
+  return states.map((s) => ({
+    policy: s.policy.name,
+    limit: s.limit,
+    remaining: s.remaining,
+    resetMs: s.resetMs,
+  }))
+}
+
+class RateLimitOutcome<Req, Res> implements Outcome {
+  readonly action: 'pass' | 'refuse'
+  readonly status: number
+  readonly holds: boolean
+  #settled = false
+
+  constructor(
+    private readonly engine: RateLimitEngine<Req, Res>,
+    private readonly req: Req,
+    private readonly res: Res,
+    readonly decision: Decision,
+    /** False for a second pass through the same middleware: nothing was taken. */
+    counted: boolean,
+  ) {
+    this.action = decision.allowed || !decision.enforced ? 'pass' : 'refuse'
+    this.status = engine.statusCode
+    this.holds = counted && engine.refundWhen !== undefined && decision.allowed && decision.enforced
+  }
+
+  refusal(): MaybePromise<Refusal> {
+    return this.engine.refusalOf(this.req, this.res, this.decision)
+  }
+
+  done(gone: boolean): void {
+    if (!this.holds || this.#settled) return
+    this.#settled = true
+    this.engine.settle(this.req, this.res, this.decision, gone)
   }
 }
 
-/** Builds the decision object from a store answer. */
-export function decision(taken: TakeResult, key: string, cost: number): Decision {
+/** The longest wait among the refusing policies: when all of them would admit. */
+function longestWait(taken: TakeResult): number {
+  let wait = 0
+  for (const r of taken.results) if (!r.allowed && r.retryAfterMs > wait) wait = r.retryAfterMs
+  return wait
+}
+
+/**
+ * Builds the decision from a store answer: the numbers of the policy to show (the
+ * refusing one with the longest wait, or the one with the fewest permits left).
+ */
+export function decision(taken: TakeResult, key: string, cost: number, enforced = true): Decision {
   const { allowed, results } = taken
   const shown = results[primaryIndex(results, allowed)]!
-  let retryAfterMs = 0
-  if (!allowed)
-    for (const r of results) if (!r.allowed) retryAfterMs = Math.max(retryAfterMs, r.retryAfterMs)
   return {
     allowed,
+    enforced,
     limit: shown.limit,
     remaining: shown.remaining,
     resetMs: shown.resetMs,
     key,
     policy: shown.policy.name,
-    retryAfterMs,
+    retryAfterMs: allowed ? 0 : longestWait(taken),
     cost,
     results,
+  }
+}
+
+function publish(decided: Decision): void {
+  rateLimitChannel.publish({
+    key: decided.key,
+    policy: decided.policy,
+    allowed: decided.allowed,
+    enforced: decided.enforced,
+    remaining: decided.remaining,
+    cost: decided.cost,
+    retryAfterMs: decided.retryAfterMs,
+    policies: decided.results.map((r) => ({
+      name: r.policy.name,
+      allowed: r.allowed,
+      remaining: r.remaining,
+    })),
+  })
+}
+
+/**
+ * `window: 60` is 60 milliseconds here, where rate-limiter-flexible's `duration: 60` is a
+ * minute: a bare number under a second is almost always seconds meant as milliseconds.
+ */
+function warnAboutSmallWindows(factory: string, options: RateLimitOptions<never, never>): void {
+  const windows: [string, unknown][] = [['window', options.window]]
+  if (Array.isArray(options.policies)) {
+    options.policies.forEach((p, i) => windows.push([`policies[${i}].window`, p?.window]))
+  }
+  for (const [option, value] of windows) {
+    if (typeof value === 'number' && value > 0 && value < 1000) {
+      emitWarning(
+        factory,
+        'ERR_SLUICE_WINDOW_IN_MS',
+        `"${option}" is ${value}, which is ${value} milliseconds, not seconds. Write '${value}s' if you meant seconds, or '${value}ms' to silence this.`,
+      )
+    }
   }
 }

@@ -49,7 +49,11 @@ export interface PolicyResult {
   readonly limit: number
   /** Permits left after the decision (never negative; 0 while blocked). */
   readonly remaining: number
-  /** Milliseconds until this policy is back to fresh (and unblocked). */
+  /**
+   * Milliseconds until more quota becomes available (draft -10's `t`): until one more
+   * permit frees up, or the block ends; 0 when the policy is full. On a refusal at cost 1
+   * it equals `retryAfterMs`.
+   */
   readonly resetMs: number
   /** Milliseconds until a refused request could pass: 0 when allowed, Infinity for never. */
   readonly retryAfterMs: number

@@ -1,4 +1,4 @@
-import { describe } from './validate'
+import { describe } from '@sluice/core/validation'
 
 /**
  * The `validate` option of an adapter's middleware: which one-time configuration checks
@@ -56,12 +56,19 @@ interface WarningProcess {
   emitWarning(message: string, options: { type: string; code: string }): void
 }
 
+/** Where each warning's help page lives: `docs/warnings/<CODE>.md` in the repository. */
+const HELP = 'https://github.com/sluice-js/sluice/blob/main/docs/warnings/'
+
+/** Warnings already given, so a setup repeated in a loop is reported once, not per copy. */
+const given = new Set<string>()
+
 /**
  * Reports a legal but suspicious setup, or a failure that has no request left to fail, as
- * a `SluiceWarning` with a stable `code`. It logs rather than throws: a misconfigured
- * proxy must not take the service down. Uses `process.emitWarning` where there is one
- * (Node, Bun, Deno), so `--no-warnings` and `process.on('warning')` apply, and
- * `console.warn` elsewhere (a Cloudflare Worker without `nodejs_compat`).
+ * a `SluiceWarning` with a stable `code` and a link to its help page. It logs rather than
+ * throws: a misconfigured proxy must not take the service down. The same message is given
+ * once per process. Uses `process.emitWarning` where there is one (Node, Bun, Deno), so
+ * `--no-warnings` and `process.on('warning')` apply, and `console.warn` elsewhere (a
+ * Cloudflare Worker without `nodejs_compat`).
  *
  * @example
  * ```ts
@@ -69,11 +76,29 @@ interface WarningProcess {
  * ```
  */
 export function emitWarning(factory: string, code: string, message: string): void {
-  const text = `${factory}: ${message}`
+  const text = `${factory}: ${message} (see ${HELP}${code}.md)`
+  if (given.has(text)) return
+  given.add(text)
   const host = (globalThis as { process?: Partial<WarningProcess> }).process
   if (typeof host?.emitWarning === 'function') {
     host.emitWarning(text, { type: 'SluiceWarning', code })
   } else {
     console.warn(`SluiceWarning [${code}]: ${text}`)
+  }
+}
+
+/**
+ * True when the calling code runs inside the synchronous handling of an HTTP request
+ * (Node's HTTP parser is on the stack): a limiter created there is a new limiter, with a
+ * new budget, for every request, so it limits nothing. Checked once, at construction.
+ */
+export function createdInsideRequest(): boolean {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 100
+  try {
+    const { stack } = new Error('sluice: where was this limiter created?')
+    return stack !== undefined && /\bparserOnIncoming\b|node:_http_server/.test(stack)
+  } finally {
+    Error.stackTraceLimit = limit
   }
 }

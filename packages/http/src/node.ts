@@ -1,0 +1,133 @@
+/**
+ * The Node HTTP binding every adapter on `node:http` shares (Express, Koa, Fastify, Hono on
+ * `@hono/node-server`): when a response is over, whether its client is gone, and an abort
+ * signal for a request that waits. It only calls methods on the objects it is given, so
+ * it imports nothing at run time.
+ *
+ * A response is over when it has finished (fully handed to the OS), when it closed early
+ * (the client went away), or when its socket closed: a request pipelined behind another
+ * on an HTTP/1.1 connection gets neither `finish` nor `close` if the client hangs up
+ * before its turn, and only the socket says so.
+ *
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+
+/** Called once when the response is over; `gone` when it ended before it finished. */
+export type ResponseListener = (gone: boolean) => void
+
+const LISTENERS = Symbol('sluice.responseListeners')
+const PENDING = Symbol('sluice.pendingResponses')
+
+type WatchedResponse = ServerResponse & { [LISTENERS]?: ResponseListener[] }
+type WatchedSocket = Socket & { [PENDING]?: Set<WatchedResponse> }
+
+function fire(res: WatchedResponse, gone: boolean): void {
+  const listeners = res[LISTENERS]
+  if (listeners === undefined || listeners.length === 0) return
+  res[LISTENERS] = []
+  const socket = res.req?.socket as WatchedSocket | undefined
+  socket?.[PENDING]?.delete(res)
+  for (const listener of listeners) listener(gone)
+}
+
+// Shared listeners (called with `this` = the emitter): no closure per request.
+function onFinish(this: WatchedResponse): void {
+  fire(this, false)
+}
+
+function onClose(this: WatchedResponse): void {
+  fire(this, !this.writableFinished)
+}
+
+function onSocketClose(this: WatchedSocket): void {
+  const pending = this[PENDING]
+  if (pending === undefined) return
+  delete this[PENDING]
+  for (const res of pending) fire(res, !res.writableFinished)
+}
+
+/**
+ * Calls `listener` exactly once when the response is over: `gone` is false once it has
+ * finished, true when the client left first (the response closed early, or its socket
+ * closed while it was still queued behind a pipelined request). Listeners on a socket
+ * are detached as soon as the response finishes, so a keep-alive connection collects
+ * none. If the client is already gone, `listener(true)` runs at once.
+ *
+ * @example
+ * ```ts
+ * whenResponseOver(req, res, (gone) => {
+ *   if (!gone) console.log('served')
+ *   slot.release()
+ * })
+ * ```
+ */
+export function whenResponseOver(
+  req: IncomingMessage,
+  res: ServerResponse,
+  listener: ResponseListener,
+): void {
+  if (res.writableFinished) {
+    listener(false)
+    return
+  }
+  const socket = req.socket as WatchedSocket | null
+  if (socket === null || socket.destroyed) {
+    listener(true)
+    return
+  }
+  const watched = res as WatchedResponse
+  let listeners = watched[LISTENERS]
+  if (listeners === undefined) {
+    listeners = []
+    watched[LISTENERS] = listeners
+    res.on('finish', onFinish)
+    res.on('close', onClose)
+  }
+  listeners.push(listener)
+  let pending = socket[PENDING]
+  if (pending === undefined) {
+    pending = new Set()
+    socket[PENDING] = pending
+    socket.once('close', onSocketClose)
+  }
+  pending.add(watched)
+}
+
+/**
+ * True once the client can no longer receive this response: its socket is gone and the
+ * response did not finish.
+ *
+ * @example
+ * ```ts
+ * if (isClientGone(req, res)) return // nobody to answer
+ * ```
+ */
+export function isClientGone(req: IncomingMessage, res: ServerResponse): boolean {
+  return (req.socket === null || req.socket.destroyed) && !res.writableFinished
+}
+
+/** Why a waiting request's signal aborts: its client went away. */
+export function clientGone(): Error {
+  const error = new Error('sluice: the client disconnected while the request was waiting')
+  error.name = 'AbortError'
+  return error
+}
+
+/**
+ * A signal that aborts when the client goes away before the response finished (including
+ * a pipelined request whose connection closed). Made only for requests that have to wait.
+ *
+ * @example
+ * ```ts
+ * await clock.sleep(delay, requestSignal(req, res))
+ * ```
+ */
+export function requestSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  whenResponseOver(req, res, (gone) => {
+    if (gone) controller.abort(clientGone())
+  })
+  return controller.signal
+}

@@ -1,0 +1,97 @@
+import { sha256 } from '@noble/hashes/sha2'
+import { describe } from '@sluice/core/validation'
+import { FALLBACK_KEY } from './keys'
+import { emitWarning } from './warnings'
+
+/**
+ * Longest key a store keeps verbatim. A longer one (a 16 KB header value used as a key,
+ * say) is kept as its SHA-256, so `maxKeys` bounds memory in bytes too: 100,000 keys of
+ * 16 KB would otherwise hold 1.6 GB.
+ */
+export const MAX_KEY_LENGTH = 256
+
+/** How many requests the shape of a custom key is checked on before the checks stop. */
+const CHECKED_REQUESTS = 1000
+
+const IPV6 = /^[0-9a-f]*:[0-9a-f:.]*$/i
+const WITH_PORT = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
+
+function base64url(bytes: Uint8Array): string {
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+
+/**
+ * A key longer than {@link MAX_KEY_LENGTH} as `sha256:<digest>`: a cryptographic hash,
+ * because a client that controls a long key (a header) must not be able to collide with
+ * another client's budget, and every process must map one key alike (Redis).
+ *
+ * @example
+ * ```ts
+ * boundedKey('x'.repeat(10_000)).length // 50
+ * ```
+ */
+export function boundedKey(key: string): string {
+  if (key.length <= MAX_KEY_LENGTH) return key
+  return `sha256:${base64url(sha256(new TextEncoder().encode(key)))}`
+}
+
+/**
+ * Turns what a key extractor returned into the key a store sees, once per request: empty
+ * or missing keys share {@link FALLBACK_KEY} (never a bypass), long keys are hashed, and
+ * anything but a string is refused. A custom extractor's keys are watched for the usual
+ * mistakes (a raw IPv6 address, an address with its port), each reported once.
+ */
+export class KeyNormalizer {
+  readonly #factory: string
+  /** Whether the extractor is the user's own (the built-in ones get these right). */
+  readonly #custom: boolean
+  #fallbackWarned = false
+  #checks = CHECKED_REQUESTS
+
+  constructor(factory: string, custom: boolean) {
+    this.#factory = factory
+    this.#custom = custom
+  }
+
+  normalize(raw: unknown): string {
+    if (raw === undefined || raw === '') {
+      if (!this.#fallbackWarned) {
+        this.#fallbackWarned = true
+        emitWarning(
+          this.#factory,
+          'ERR_SLUICE_FALLBACK_KEY',
+          `a request had no key, so it was counted under the shared key "${FALLBACK_KEY}" with every other such request: one client can use up their common budget. ${this.#custom ? 'Return a key for every request (for example keys.first(yourKey, keys.ip()))' : 'The client address was missing: pass getIp, or check the proxy setup'}.`,
+        )
+      }
+      return FALLBACK_KEY
+    }
+    if (typeof raw !== 'string') {
+      throw new TypeError(
+        `${this.#factory}: "key" must return a string or undefined, got ${describe(raw)}`,
+      )
+    }
+    if (this.#custom && this.#checks > 0) this.#check(raw)
+    return raw.length > MAX_KEY_LENGTH ? boundedKey(raw) : raw
+  }
+
+  #check(key: string): void {
+    this.#checks--
+    if (WITH_PORT.test(key)) {
+      this.#checks = 0
+      emitWarning(
+        this.#factory,
+        'ERR_SLUICE_KEY_WITH_PORT',
+        `a custom key looks like an address with its port (${describe(key)}): each connection of one client gets its own budget. Use keys.ip(), or drop the port.`,
+      )
+    } else if (IPV6.test(key)) {
+      this.#checks = 0
+      emitWarning(
+        this.#factory,
+        'ERR_SLUICE_KEY_RAW_IPV6',
+        `a custom key is a raw IPv6 address (${describe(key)}): one subscriber holds a whole /56 or /48 and can rotate through it for fresh budgets. Use keys.ip() (it groups IPv6 by /56), e.g. keys.first(keys.header('x-api-key'), keys.ip()).`,
+      )
+    }
+  }
+}
