@@ -1,17 +1,12 @@
-import type { RequestAccessors, ResponseAccessors } from '@sluice/http'
-import type { Request, Response } from 'express'
-
-/** Why a waiting request's signal aborts: its client went away. */
-export function clientGone(): Error {
-  const error = new Error('sluice: the client disconnected while the request was waiting')
-  error.name = 'AbortError'
-  return error
-}
-
-/** True once the client can no longer receive this response. */
-export function isGone(req: Request, res: Response): boolean {
-  return req.socket?.destroyed === true && !res.writableFinished
-}
+import {
+  isPromiseLike,
+  type Outcome,
+  type Refusal,
+  type RequestAccessors,
+  type ResponseAccessors,
+} from '@sluice/http/adapter'
+import { isClientGone, requestSignal, whenResponseOver } from '@sluice/http/node'
+import type { NextFunction, Request, Response } from 'express'
 
 /**
  * How `@sluice/http` reads an Express request: `req.ip` is proxy-aware (it honours the
@@ -37,21 +32,50 @@ export const expressResponse: ResponseAccessors<Request, Response> = {
   setHeader: (res, name, value) => {
     res.setHeader(name, value)
   },
-  signal: (req, res) => {
-    const controller = new AbortController()
-    if (isGone(req, res)) {
-      controller.abort(clientGone())
-      return controller.signal
-    }
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort(clientGone())
-    })
-    return controller.signal
-  },
+  signal: requestSignal,
 }
 
-/** Sends a refusal body: text as `text/plain`, an object as JSON. */
-export function sendBody(res: Response, body: unknown): void {
-  if (typeof body === 'string') res.type('text/plain').send(body)
-  else res.json(body)
+function send(res: Response, status: number, refusal: Refusal): void {
+  res.status(status).set('Content-Type', refusal.contentType).send(refusal.body)
+}
+
+/**
+ * Carries out an outcome in Express: the next handler for a pass (with the response
+ * watched when the outcome holds something), `onLimited` or the prepared refusal.
+ * `proceed` replaces `next()` for a decorated method.
+ */
+export function answer<D>(
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  outcome: Outcome,
+  onLimited:
+    | ((req: Request, res: Response, next: NextFunction, decision: D) => unknown)
+    | undefined,
+  proceed: (() => void) | undefined,
+): void {
+  if (outcome.action === 'refuse') {
+    if (onLimited !== undefined) {
+      const handled = onLimited(req, res, next, outcome.decision as D)
+      if (isPromiseLike(handled)) Promise.resolve(handled).then(undefined, next)
+      return
+    }
+    const refusal = outcome.refusal()
+    if (isPromiseLike(refusal))
+      Promise.resolve(refusal).then((r) => send(res, outcome.status, r), next)
+    else send(res, outcome.status, refusal)
+    return
+  }
+  if (outcome.holds) {
+    whenResponseOver(req, res, outcome)
+    // A client that left while the request waited: its slot is already free, nobody to answer.
+    if (isClientGone(req, res)) return
+  }
+  if (proceed === undefined) next()
+  else proceed()
+}
+
+/** A failure with a client still there goes to Express's error handling. */
+export function fail(req: Request, res: Response, next: NextFunction, error: unknown): void {
+  if (!isClientGone(req, res)) next(error)
 }

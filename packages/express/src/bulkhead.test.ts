@@ -9,7 +9,7 @@ describe('bulkhead (express)', () => {
     const store = memoryStore()
     const limiter = bulkhead({ max: 1, store })
     expect(limiter.name).toBe('bulkhead')
-    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['bulkhead', 1]])
+    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['1-concurrent', 1]])
     const app = express()
       .get('/', limiter, (_req: Request, _res: Response, next: NextFunction) => {
         setImmediate(() => next(new Error('downstream failed')))
@@ -92,7 +92,9 @@ describe('bulkhead (express)', () => {
       new RangeError('bulkhead: "maxQueue" must be a non-negative integer, got -1'),
     )
     expect(() => bulkhead({ limit: 5 } as never)).toThrow(
-      new TypeError('bulkhead: unknown option "limit"'),
+      new TypeError(
+        'bulkhead: unknown option "limit" (use "max": a bulkhead counts requests in flight, not per window)',
+      ),
     )
     expect(() => bulkhead({ headers: 'draft-9' as never })).toThrow(TypeError)
     expect(() => bulkhead({ retryAfter: 0 })).toThrow(

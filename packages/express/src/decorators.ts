@@ -104,7 +104,7 @@ export function Bulkhead(options: BulkheadOptions = {}) {
     // The replacement answers through res/next and returns nothing: Express ignores a
     // handler's result once errors are routed to next(), which invoke() does.
     return function bulkheaded(this: This, req: Request, res: Response, next: NextFunction) {
-      run(req, res, next, (decision) => invoke(method, this, req, res, next, decision.release))
+      run(req, res, next, (release) => invoke(method, this, req, res, next, release))
     } as M
   }
 }

@@ -1,15 +1,22 @@
+/**
+ * Rate limits and bulkheads for Express 5 (and 4): `rateLimit()`, `bulkhead()`,
+ * `@RateLimit()` and `@Bulkhead()`, with standard RateLimit headers. Re-exports what its
+ * users need from `@sluice/http` (`keys`, `memoryStore`, the option and decision types).
+ *
+ * @module
+ */
 import './request'
 
 export {
   addressKey,
-  type BulkheadDecision,
+  type BlockOptions,
   type Decision,
   FALLBACK_KEY,
   type HeaderMode,
   type IpKeyOptions,
   type KeyExtractor,
+  type KeyState,
   keys,
-  type Lease,
   type LimitedBody,
   type MaybePromise,
   type MemoryStore,
@@ -17,12 +24,10 @@ export {
   memoryStore,
   type Policy,
   type PolicyOptions,
-  type PolicyResult,
   type RateAlgorithm,
   type RateLimitInfo,
   type Store,
-  type TakeResult,
-  type WaitOptions,
+  type WaitingOptions,
 } from '@sluice/http'
 export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkhead'
 export { Bulkhead, type HandlerMethod, RateLimit } from './decorators'

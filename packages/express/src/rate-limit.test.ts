@@ -24,7 +24,7 @@ describe('rateLimit (express)', () => {
     const limiter = rateLimit({ limit: 2, window: '1m', key: keys.global(), clock, store })
     expect(limiter.name).toBe('rateLimit')
     expect(limiter.store).toBe(store)
-    expect(limiter.policies.map((p) => p.name)).toEqual(['default'])
+    expect(limiter.policies.map((p) => p.name)).toEqual(['2-per-1m'])
     const app = express().get('/', limiter, ok)
     await request(app).get('/')
     await request(app).get('/')
@@ -82,7 +82,7 @@ describe('rateLimit (express)', () => {
     const refused = await request(app).get('/')
     expect(refused.status).toBe(429)
     expect(refused.body).toEqual({ retryIn: '10', same: true })
-    expect(refused.headers.ratelimit).toBe('"default";r=0;t=10')
+    expect(refused.headers.ratelimit).toBe('"1-per-10s-fixed-window";r=0;t=10')
     expect(seen.map((d) => [d.allowed, d.retryAfterMs])).toEqual([[false, 10_000]])
   })
 
@@ -119,6 +119,7 @@ describe('rateLimit (express)', () => {
       release: async (...args) => store.release(...args),
       get: async (...args) => store.get(...args),
       reset: async (...args) => store.reset(...args),
+      resetAll: async () => store.resetAll(),
     }
     const app = express().get('/', rateLimit({ limit: 1, window: '1m', clock, store: slow }), ok)
     const first = await request(app).get('/')
@@ -128,11 +129,41 @@ describe('rateLimit (express)', () => {
 
   it('validates options at construction, naming the option', () => {
     expect(() => rateLimit({ windowMs: 60_000 } as never)).toThrow(
-      new TypeError('rateLimit: unknown option "windowMs" (did you mean "window"?)'),
+      new TypeError(
+        `rateLimit: unknown option "windowMs" (use "window": milliseconds or a string such as '15m')`,
+      ),
     )
     expect(() => rateLimit({ max: 5 } as never)).toThrow(
-      new TypeError('rateLimit: unknown option "max" (did you mean "limit"?)'),
+      new TypeError('rateLimit: unknown option "max" (use "limit")'),
     )
+    // Issue 14: names from other libraries get a pointer; typos get the closest name.
+    expect(() => rateLimit({ skipSuccessfulRequests: true } as never)).toThrow(
+      new TypeError(
+        'rateLimit: unknown option "skipSuccessfulRequests" (use refundWhen: (req, res) => res.statusCode < 400)',
+      ),
+    )
+    expect(() => rateLimit({ limt: 5 } as never)).toThrow(
+      new TypeError('rateLimit: unknown option "limt" (did you mean "limit"?)'),
+    )
+    expect(() => rateLimit({ duration: 60 } as never)).toThrow(
+      new TypeError(
+        `rateLimit: unknown option "duration" (use "window": rate-limiter-flexible counts seconds, sluice takes '60s' or milliseconds)`,
+      ),
+    )
+    // Issue 11: nested options are checked too.
+    expect(() => rateLimit({ policies: [{ name: 'a', limt: 5 }] } as never)).toThrow(
+      new TypeError('rateLimit: unknown option "limt" (did you mean "limit"?)'),
+    )
+    expect(() => rateLimit({ wait: { timeout: '1s', maxqueue: 5 } } as never)).toThrow(
+      new TypeError('rateLimit: "wait": unknown option "maxqueue" (did you mean "maxQueue"?)'),
+    )
+    expect(() => rateLimit({ cost: 1e308 })).toThrow(
+      new RangeError('rateLimit: "cost" must be a positive integer, got 1e+308'),
+    )
+    expect(() => rateLimit({ limit: 2 ** 60 })).toThrow(
+      new RangeError(`rateLimit: "limit" must be a positive integer, got ${2 ** 60}`),
+    )
+    expect(() => rateLimit({ name: 'n'.repeat(1 << 20) })).toThrow(RangeError)
     expect(() => rateLimit({ limit: 0 })).toThrow(
       new RangeError('rateLimit: "limit" must be a positive integer, got 0'),
     )
@@ -142,12 +173,12 @@ describe('rateLimit (express)', () => {
       ),
     )
     expect(() => rateLimit({ onLimited: 'nope' as never })).toThrow(
-      new TypeError('rateLimit: "onLimited" must be a function, got string'),
+      new TypeError('rateLimit: "onLimited" must be a function, got "nope"'),
     )
     expect(() => rateLimit({ wait: { timeout: '1 minute' as never } })).toThrow(RangeError)
     expect(() => rateLimit({ store: {} as never })).toThrow(
       new TypeError(
-        'rateLimit: "store" must implement take, refund, release, get and reset, got an object',
+        'rateLimit: "store" must implement take, refund, release, get, reset, resetAll, got an object',
       ),
     )
   })

@@ -1,18 +1,17 @@
+import { readFunction } from '@sluice/core/validation'
+import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
 import {
-  type Decision,
   type RateLimitOptions as HttpRateLimitOptions,
-  type MaybePromise,
-  type Policy,
   RateLimitEngine,
-  type Store,
-} from '@sluice/http'
+  whenSettled,
+} from '@sluice/http/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
-import { expressRequest, expressResponse, isGone, sendBody } from './accessors'
+import { answer, expressRequest, expressResponse, fail } from './accessors'
 import { type ValidateOption, Validations } from './validations'
 
 /**
- * Options of {@link rateLimit}: the options every sluice adapter shares (DESIGN §4), with
- * Express's request and response in the callbacks, plus `onLimited` and `validate`.
+ * Options of {@link rateLimit}: the options every sluice adapter shares, with Express's
+ * request and response in the callbacks, plus `onLimited` and `validate`.
  */
 export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response> {
   /**
@@ -26,12 +25,39 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response
 
 /** The middleware `rateLimit()` returns: a request handler with a few handles on its state. */
 export interface RateLimitMiddleware extends RequestHandler {
-  /** The validated policies, in the order given. */
+  /** The policies (for limits that depend on the request: those met so far). */
   readonly policies: readonly Policy[]
   /** Where the per-key state lives. */
   readonly store: Store
-  /** Forgets a key's state under this middleware's policies. */
+  /** Each policy's state for `key`, taking nothing. */
+  get(key: string): MaybePromise<readonly KeyState[]>
+  /** Forgets a key's state (and any block) under this middleware's policies. */
   resetKey(key: string): MaybePromise<void>
+}
+
+/** Builds the engine and the per-request runner behind `rateLimit()` and `@RateLimit()`. */
+export function createRateLimit(options: RateLimitOptions, factory: string) {
+  const engine = new RateLimitEngine<Request, Response>(
+    options,
+    expressRequest,
+    expressResponse,
+    factory,
+    ['onLimited', 'validate'],
+  )
+  const onLimited = readFunction(factory, 'onLimited', options.onLimited)
+  const validations = new Validations(factory, options.validate)
+  const run = (req: Request, res: Response, next: NextFunction, proceed?: () => void) => {
+    validations.check(req)
+    whenSettled(
+      engine.admit(req, res),
+      (outcome) => {
+        if (outcome.decision !== undefined) req.rateLimit = outcome.decision
+        answer(req, res, next, outcome, onLimited, proceed)
+      },
+      (error) => fail(req, res, next, error),
+    )
+  }
+  return { engine, run }
 }
 
 /**
@@ -51,75 +77,16 @@ export interface RateLimitMiddleware extends RequestHandler {
  * ```
  */
 export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  const engine = new RateLimitEngine<Request, Response>(
-    options,
-    expressRequest,
-    expressResponse,
-    'rateLimit',
-    ['onLimited', 'validate'],
-  )
-  const { onLimited } = options
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new TypeError(`rateLimit: "onLimited" must be a function, got ${typeof onLimited}`)
-  }
-  const validations = new Validations('rateLimit', options.validate)
-
-  const fail = (req: Request, res: Response, next: NextFunction, error: unknown) => {
-    // A client that left while its request waited has nobody to answer.
-    if (!isGone(req, res)) next(error)
-  }
-
-  const apply = (
-    req: Request,
-    res: Response,
-    next: NextFunction,
-    decision: Decision | undefined,
-  ) => {
-    if (decision === undefined) {
-      next()
-      return
-    }
-    req.rateLimit = decision
-    engine.writeHeaders(res, decision)
-    if (decision.allowed) {
-      if (engine.refunds) res.once('finish', () => engine.settleAfterResponse(req, res, decision))
-      next()
-      return
-    }
-    res.setHeader('Retry-After', engine.retryAfter(decision))
-    if (onLimited !== undefined) {
-      const handled = onLimited(req, res, next, decision)
-      if (handled instanceof Promise) handled.catch(next)
-      return
-    }
-    res.status(engine.statusCode)
-    const body = engine.message(req, res)
-    if (body instanceof Promise) body.then((b) => sendBody(res, b), next)
-    else sendBody(res, body)
-  }
-
+  const { engine, run } = createRateLimit(options, 'rateLimit')
   function rateLimit(req: Request, res: Response, next: NextFunction): void {
-    validations.check(req)
-    let decided: MaybePromise<Decision | undefined>
-    try {
-      decided = engine.decide(req, res)
-    } catch (error) {
-      next(error)
-      return
-    }
-    if (decided instanceof Promise) {
-      decided.then(
-        (decision) => apply(req, res, next, decision),
-        (error: unknown) => fail(req, res, next, error),
-      )
-    } else {
-      apply(req, res, next, decided)
-    }
+    run(req, res, next)
   }
-
   return Object.assign(rateLimit, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
+    get: (key: string) => engine.get(key),
     resetKey: (key: string) => engine.resetKey(key),
   })
 }

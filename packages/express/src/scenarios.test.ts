@@ -1,14 +1,15 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { PassThrough } from 'node:stream'
-import express, { type Request, type RequestHandler, type Response } from 'express'
 import {
   type AdapterHarness,
   type AppSpec,
   type HandlerSpec,
   type MiddlewareSpec,
+  middlewareMemo,
   runAdapterScenarios,
-} from '../../http/test/scenarios'
+} from '@sluice/http/testing'
+import express, { type Request, type RequestHandler, type Response } from 'express'
 import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 
@@ -48,11 +49,16 @@ function handler(spec: HandlerSpec): RequestHandler {
 export const expressHarness: AdapterHarness = {
   name: 'express',
   async start(spec: AppSpec) {
+    const built = middlewareMemo(middleware)
     const app = express()
     app.set('trust proxy', spec.trustProxy === true ? 'loopback' : false)
-    for (const use of spec.use ?? []) app.use(middleware(use))
+    for (const use of spec.use ?? []) app.use(built.get(use))
     for (const route of spec.routes) {
-      app[route.method](route.path, ...(route.use ?? []).map(middleware), handler(route.handler))
+      app[route.method](
+        route.path,
+        ...(route.use ?? []).map((use) => built.get(use)),
+        handler(route.handler),
+      )
     }
     const server = createServer(app)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -63,6 +69,7 @@ export const expressHarness: AdapterHarness = {
           server.closeAllConnections()
           server.close(() => resolve())
         }),
+      middleware: (use: MiddlewareSpec) => built.get(use),
     }
   },
   header: (req: Request, name) => req.get(name),

@@ -4,7 +4,7 @@ import { memoryStore } from '@sluice/http'
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import { afterEach, describe, expect, it } from 'vitest'
-import { gate, type RunningServer, send, start, until } from '../../http/test/scenarios'
+import { gate, type RunningServer, send, start, until } from '@sluice/http/testing'
 import { bulkhead } from './bulkhead'
 
 const closers: (() => Promise<void>)[] = []

@@ -2,7 +2,7 @@ import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type Store } from '@sluice/http'
 import { type Context, Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { until } from '../../http/test/scenarios'
+import { until } from '@sluice/http/testing'
 import { rateLimit } from './rate-limit'
 import type { RateLimitEnv } from './variables'
 

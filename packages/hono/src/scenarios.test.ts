@@ -9,7 +9,7 @@ import {
   type HandlerSpec,
   type MiddlewareSpec,
   runAdapterScenarios,
-} from '../../http/test/scenarios'
+} from '@sluice/http/testing'
 import { bulkhead } from './bulkhead'
 import type { GetIp } from './client-address'
 import { rateLimit } from './rate-limit'

@@ -7,7 +7,7 @@
  * @module
  */
 export type { RequestAccessors, ResponseAccessors } from './accessors'
-export { type BulkheadOptions, BulkheadEngine } from './bulkhead-engine'
+export { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 export { type Decision, primaryIndex, type RateLimitInfo } from './decision'
 export {
   type Action,
@@ -26,7 +26,13 @@ export {
   rateLimitChannel,
   storeChannel,
 } from './events'
-export { createHeaderWriter, type HeaderMode, type HeaderWriter, retryAfterSeconds, toSeconds } from './headers'
+export {
+  createHeaderWriter,
+  type HeaderMode,
+  type HeaderWriter,
+  retryAfterSeconds,
+  toSeconds,
+} from './headers'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   claimPolicies,

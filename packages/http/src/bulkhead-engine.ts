@@ -124,7 +124,9 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     })
     const max = options.max === undefined ? 20 : readPositiveInteger(factory, 'max', options.max)
     this.maxQueue =
-      options.maxQueue === undefined ? 0 : readNonNegativeInteger(factory, 'maxQueue', options.maxQueue)
+      options.maxQueue === undefined
+        ? 0
+        : readNonNegativeInteger(factory, 'maxQueue', options.maxQueue)
     const name = options.name === undefined ? undefined : policyName(factory, 'name', options.name)
     this.policy = concurrencyPolicy(name, max)
     this.policies = [this.policy]
@@ -145,7 +147,8 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   admit(req: Req, res: Res): MaybePromise<Outcome> {
     try {
       const earlier = this.decidedBefore(req)
-      if (earlier !== undefined) return new BulkheadOutcome(this, req, res, earlier, false, undefined, 0)
+      if (earlier !== undefined)
+        return new BulkheadOutcome(this, req, res, earlier, false, undefined, 0)
       const key = this.keyOf(req)
       if (isPromiseLike(key)) return Promise.resolve(key).then((k) => this.#enter(req, res, k))
       return this.#enter(req, res, key)
@@ -157,7 +160,8 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   #enter(req: Req, res: Res, key: string): MaybePromise<Outcome> {
     if (this.queue.has(key)) return this.#wait(req, res, key, undefined)
     const taken = this.store.take(key, this.policies, 1)
-    if (isPromiseLike(taken)) return Promise.resolve(taken).then((t) => this.#entered(req, res, key, t))
+    if (isPromiseLike(taken))
+      return Promise.resolve(taken).then((t) => this.#entered(req, res, key, t))
     return this.#entered(req, res, key, taken)
   }
 

@@ -248,7 +248,9 @@ function problemDetails(
 ): Refusal {
   const problem: Record<string, unknown> = { type: kind.type, title: kind.title, status }
   if (kind.listsPolicies) {
-    problem['violated-policies'] = decision.results.filter((r) => !r.allowed).map((r) => r.policy.name)
+    problem['violated-policies'] = decision.results
+      .filter((r) => !r.allowed)
+      .map((r) => r.policy.name)
   }
   if (typeof message === 'string') problem.detail = message
   return { contentType: PROBLEM, body: JSON.stringify(problem) }

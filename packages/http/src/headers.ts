@@ -50,7 +50,7 @@ export function toSeconds(ms: number): number {
 
 /** A count for a header, clamped to the 15 digits a structured-field integer allows. */
 function count(n: number): number {
-  return n > MAX_SF_INTEGER ? MAX_SF_INTEGER : n
+  return Math.min(n, MAX_SF_INTEGER)
 }
 
 /**

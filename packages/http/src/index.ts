@@ -16,11 +16,11 @@ export {
   type RateLimitEvent,
   type StoreEvent,
 } from './events'
+export type { HeaderMode } from './headers'
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export type { MaybePromise } from './maybe-promise'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'
-export type { HeaderMode } from './headers'
 export type { BlockOptions, PoliciesOptions, PolicyOptions, RateAlgorithm } from './policy'
 export type { KeyState, RateLimitOptions, WaitingOptions } from './rate-limit-engine'
 export type * from './store'

@@ -167,7 +167,7 @@ class PolicyTable {
     const strikes = this.#strikes?.get(key)
     if (strikes === undefined) return 0
     const left = strikes.until - this.#clock.time
-    return left > 0 ? left : 0
+    return Math.max(left, 0)
   }
 
   /**
@@ -507,8 +507,8 @@ class InMemoryStore implements MemoryStore {
       allowed: admits,
       limit: policy.limit,
       remaining: blockedMs > 0 ? 0 : available,
-      resetMs: blockedMs > resetMs ? blockedMs : resetMs,
-      retryAfterMs: blockedMs > retryAfterMs ? blockedMs : retryAfterMs,
+      resetMs: Math.max(blockedMs, resetMs),
+      retryAfterMs: Math.max(blockedMs, retryAfterMs),
     }
     if (blockedMs > 0) result.blocked = true
     if (lease !== undefined) result.lease = lease

@@ -14,13 +14,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
-/** Called once when the response is over; `gone` when it ended before it finished. */
-export type ResponseListener = (gone: boolean) => void
+/**
+ * Told once when the response is over; `gone` when it ended before it finished. An
+ * {@link Outcome} is one, so an adapter hands it over as is, with no closure per request.
+ */
+export interface ResponseWatcher {
+  done(gone: boolean): void
+}
 
 const LISTENERS = Symbol('sluice.responseListeners')
 const PENDING = Symbol('sluice.pendingResponses')
 
-type WatchedResponse = ServerResponse & { [LISTENERS]?: ResponseListener[] }
+type WatchedResponse = ServerResponse & { [LISTENERS]?: ResponseWatcher[] }
 type WatchedSocket = Socket & { [PENDING]?: Set<WatchedResponse> }
 
 function fire(res: WatchedResponse, gone: boolean): void {
@@ -29,7 +34,7 @@ function fire(res: WatchedResponse, gone: boolean): void {
   res[LISTENERS] = []
   const socket = res.req?.socket as WatchedSocket | undefined
   socket?.[PENDING]?.delete(res)
-  for (const listener of listeners) listener(gone)
+  for (const watcher of listeners) watcher.done(gone)
 }
 
 // Shared listeners (called with `this` = the emitter): no closure per request.
@@ -49,32 +54,30 @@ function onSocketClose(this: WatchedSocket): void {
 }
 
 /**
- * Calls `listener` exactly once when the response is over: `gone` is false once it has
- * finished, true when the client left first (the response closed early, or its socket
- * closed while it was still queued behind a pipelined request). Listeners on a socket
- * are detached as soon as the response finishes, so a keep-alive connection collects
- * none. If the client is already gone, `listener(true)` runs at once.
+ * Calls `watcher.done(gone)` exactly once when the response is over: `gone` is false once
+ * it has finished, true when the client left first (the response closed early, or its
+ * socket closed while it was still queued behind a pipelined request). A response is
+ * detached from its socket as soon as it finishes, so a keep-alive connection collects
+ * nothing. If the client is already gone, `done(true)` runs at once.
  *
  * @example
  * ```ts
- * whenResponseOver(req, res, (gone) => {
- *   if (!gone) console.log('served')
- *   slot.release()
- * })
+ * const outcome = await engine.admit(req, res)
+ * if (outcome.holds) whenResponseOver(req, res, outcome)
  * ```
  */
 export function whenResponseOver(
   req: IncomingMessage,
   res: ServerResponse,
-  listener: ResponseListener,
+  watcher: ResponseWatcher,
 ): void {
   if (res.writableFinished) {
-    listener(false)
+    watcher.done(false)
     return
   }
   const socket = req.socket as WatchedSocket | null
   if (socket === null || socket.destroyed) {
-    listener(true)
+    watcher.done(true)
     return
   }
   const watched = res as WatchedResponse
@@ -85,7 +88,7 @@ export function whenResponseOver(
     res.on('finish', onFinish)
     res.on('close', onClose)
   }
-  listeners.push(listener)
+  listeners.push(watcher)
   let pending = socket[PENDING]
   if (pending === undefined) {
     pending = new Set()
@@ -126,8 +129,10 @@ export function clientGone(): Error {
  */
 export function requestSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
   const controller = new AbortController()
-  whenResponseOver(req, res, (gone) => {
-    if (gone) controller.abort(clientGone())
+  whenResponseOver(req, res, {
+    done: (gone) => {
+      if (gone) controller.abort(clientGone())
+    },
   })
   return controller.signal
 }

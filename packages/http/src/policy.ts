@@ -122,6 +122,7 @@ const UNITS: readonly [number, string][] = [
  * ```
  */
 export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s'
   for (const [size, unit] of UNITS) if (ms % size === 0) return `${ms / size}${unit}`
   return `${ms}ms`
 }

@@ -25,8 +25,8 @@ import { ip, type KeyExtractor } from './keys'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import {
   claimPolicies,
-  type PoliciesOptions,
   POLICY_OPTIONS,
+  type PoliciesOptions,
   type PolicyOptions,
   PolicySource,
 } from './policy'
@@ -123,7 +123,8 @@ export const RATE_LIMIT_HINTS: Readonly<Record<string, string>> = {
   windowMs: 'use "window": milliseconds or a string such as \'15m\'',
   max: 'use "limit"',
   points: 'use "limit"',
-  duration: 'use "window": rate-limiter-flexible counts seconds, sluice takes \'60s\' or milliseconds',
+  duration:
+    'use "window": rate-limiter-flexible counts seconds, sluice takes \'60s\' or milliseconds',
   blockDuration: 'use "block: { for }"',
   keyGenerator: 'use "key"',
   keyPrefix: 'give each middleware a "name"; the store keeps policies apart by name and spec',
@@ -212,13 +213,21 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         throw typeError(factory, 'wait', 'must be an object { timeout, maxQueue }', wait)
       }
       readOptions(`${factory}: "wait"`, wait, WAIT_OPTIONS)
-      if (wait.timeout === undefined) throw typeError(factory, 'wait.timeout', 'is required', undefined)
+      if (wait.timeout === undefined)
+        throw typeError(factory, 'wait.timeout', 'is required', undefined)
       if (this.dryRun) {
-        throw typeError(factory, 'wait', 'cannot be combined with dryRun (nothing waits in dry run)', wait)
+        throw typeError(
+          factory,
+          'wait',
+          'cannot be combined with dryRun (nothing waits in dry run)',
+          wait,
+        )
       }
       this.#waitMs = readDuration(factory, 'wait.timeout', wait.timeout)
       this.#maxQueue =
-        wait.maxQueue === undefined ? 100 : readNonNegativeInteger(factory, 'wait.maxQueue', wait.maxQueue)
+        wait.maxQueue === undefined
+          ? 100
+          : readNonNegativeInteger(factory, 'wait.maxQueue', wait.maxQueue)
     }
   }
 
@@ -275,7 +284,9 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     if (this.#costOf === undefined) return this.#take(req, res, key, policies, this.#cost)
     const cost = this.#costOf(req)
     if (isPromiseLike(cost)) {
-      return Promise.resolve(cost).then((c) => this.#take(req, res, key, policies, this.#checkCost(c)))
+      return Promise.resolve(cost).then((c) =>
+        this.#take(req, res, key, policies, this.#checkCost(c)),
+      )
     }
     return this.#take(req, res, key, policies, this.#checkCost(cost))
   }
@@ -409,7 +420,12 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     if (refundWhen === undefined || gone || !decided.allowed || !decided.enforced) return
     const refund = () => {
       const receipts = decided.results.map((r) => r.receipt)
-      return this.store.refund(decided.key, decided.results.map((r) => r.policy), decided.cost, receipts)
+      return this.store.refund(
+        decided.key,
+        decided.results.map((r) => r.policy),
+        decided.cost,
+        receipts,
+      )
     }
     // Nobody is left to fail: a throwing refundWhen or a failing store is reported instead.
     const report = (error: unknown) =>
@@ -534,7 +550,9 @@ function publish(decided: Decision): void {
 function warnAboutSmallWindows(factory: string, options: RateLimitOptions<never, never>): void {
   const windows: [string, unknown][] = [['window', options.window]]
   if (Array.isArray(options.policies)) {
-    options.policies.forEach((p, i) => windows.push([`policies[${i}].window`, p?.window]))
+    options.policies.forEach((p, i) => {
+      windows.push([`policies[${i}].window`, p?.window])
+    })
   }
   for (const [option, value] of windows) {
     if (typeof value === 'number' && value > 0 && value < 1000) {

@@ -1,17 +1,12 @@
-import type { LimitedBody, RequestAccessors, ResponseAccessors } from '@sluice/http'
-import type { Context } from 'koa'
-
-/** Why a waiting request's signal aborts: its client went away. */
-export function clientGone(): Error {
-  const error = new Error('sluice: the client disconnected while the request was waiting')
-  error.name = 'AbortError'
-  return error
-}
-
-/** True once the client can no longer receive this response. */
-export function isGone(ctx: Context): boolean {
-  return ctx.req.socket?.destroyed === true && !ctx.res.writableFinished
-}
+import {
+  isPromiseLike,
+  type MaybePromise,
+  type Outcome,
+  type RequestAccessors,
+  type ResponseAccessors,
+} from '@sluice/http/adapter'
+import { isClientGone, requestSignal, whenResponseOver } from '@sluice/http/node'
+import type { Context, Next } from 'koa'
 
 /** The shape of an `@koa/router` layer, read without depending on the router. */
 interface RouterLayer {
@@ -51,21 +46,57 @@ export const koaResponse: ResponseAccessors<Context, Context> = {
   setHeader: (ctx, name, value) => {
     ctx.set(name, value)
   },
-  signal: (ctx) => {
-    const controller = new AbortController()
-    if (isGone(ctx)) {
-      controller.abort(clientGone())
-      return controller.signal
-    }
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) controller.abort(clientGone())
-    })
-    return controller.signal
-  },
+  signal: (ctx) => requestSignal(ctx.req, ctx.res),
 }
 
-/** Answers a refusal: Koa sends a string as `text/plain` and an object as JSON. */
-export function refuse(ctx: Context, status: number, body: LimitedBody): void {
-  ctx.status = status
-  ctx.body = body
+/** True once the client can no longer receive this response. */
+export const isGone = (ctx: Context): boolean => isClientGone(ctx.req, ctx.res)
+
+/**
+ * Carries out an outcome in Koa: the rest of the chain for a pass (the response watched
+ * when the outcome holds something: Koa sends a streamed body after the chain returns),
+ * `onLimited` or the prepared refusal. A failure downstream ends what the outcome holds
+ * at once, before an error middleware answers.
+ */
+export async function answer<D>(
+  ctx: Context,
+  next: Next,
+  outcome: Outcome,
+  onLimited: ((ctx: Context, next: Next, decision: D) => unknown) | undefined,
+): Promise<void> {
+  if (outcome.action === 'refuse') {
+    if (onLimited !== undefined) {
+      await onLimited(ctx, next, outcome.decision as D)
+      return
+    }
+    const refusal = outcome.refusal()
+    const { contentType, body } = isPromiseLike(refusal) ? await refusal : refusal
+    ctx.status = outcome.status
+    ctx.type = contentType
+    ctx.body = body
+    return
+  }
+  if (!outcome.holds) return next()
+  whenResponseOver(ctx.req, ctx.res, outcome)
+  // A client that left while the request waited: its slot is already free, nobody to answer.
+  if (isGone(ctx)) return
+  try {
+    await next()
+  } catch (error) {
+    outcome.done(false)
+    throw error
+  }
+}
+
+/** Waits for the pipeline; a client that left while its request waited gets no answer. */
+export async function settle(
+  ctx: Context,
+  admitted: MaybePromise<Outcome>,
+): Promise<Outcome | undefined> {
+  try {
+    return isPromiseLike(admitted) ? await admitted : admitted
+  } catch (error) {
+    if (isGone(ctx)) return undefined
+    throw error
+  }
 }

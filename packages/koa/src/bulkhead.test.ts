@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { PassThrough } from 'node:stream'
 import Router from '@koa/router'
 import { memoryStore } from '@sluice/http'
+import { gate, type RunningServer, send, start, until } from '@sluice/http/testing'
 import Koa from 'koa'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { gate, type RunningServer, send, start, until } from '../../http/test/scenarios'
 import { bulkhead } from './bulkhead'
 
 const servers: Server[] = []
@@ -30,7 +30,7 @@ describe('bulkhead (koa)', () => {
     const store = memoryStore()
     const limiter = bulkhead({ max: 1, store })
     expect(limiter.name).toBe('bulkhead')
-    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['bulkhead', 1]])
+    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['1-concurrent', 1]])
     const seenInFlight: number[] = []
     const app = new Koa()
       .use(async (ctx, next) => {
@@ -173,10 +173,12 @@ describe('bulkhead (koa)', () => {
       new RangeError('bulkhead: "maxQueue" must be a non-negative integer, got -1'),
     )
     expect(() => bulkhead({ limit: 5 } as never)).toThrow(
-      new TypeError('bulkhead: unknown option "limit"'),
+      new TypeError(
+        'bulkhead: unknown option "limit" (use "max": a bulkhead counts requests in flight, not per window)',
+      ),
     )
     expect(() => bulkhead({ onLimited: 1 as never })).toThrow(
-      new TypeError('bulkhead: "onLimited" must be a function, got number'),
+      new TypeError('bulkhead: "onLimited" must be a function, got 1'),
     )
     expect(() => bulkhead({ retryAfter: 0 })).toThrow(
       new RangeError('bulkhead: "retryAfter" must be a positive duration, got 0'),

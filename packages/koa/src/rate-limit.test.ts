@@ -33,7 +33,7 @@ describe('rateLimit (koa)', () => {
     const limiter = rateLimit({ limit: 2, window: '1m', key: keys.global(), clock, store })
     expect(limiter.name).toBe('rateLimit')
     expect(limiter.store).toBe(store)
-    expect(limiter.policies.map((p) => p.name)).toEqual(['default'])
+    expect(limiter.policies.map((p) => p.name)).toEqual(['2-per-1m'])
     const app = quietApp().use(limiter).use(ok)
     const server = app.callback()
     expect((await request(server).get('/')).body).toEqual({ remaining: 1 })
@@ -154,7 +154,7 @@ describe('rateLimit (koa)', () => {
     await request(server).get('/')
     const refused = await request(server).get('/')
     expect([refused.status, refused.body]).toEqual([429, { retryIn: '10', same: true }])
-    expect(refused.headers.ratelimit).toBe('"default";r=0;t=10')
+    expect(refused.headers.ratelimit).toBe('"1-per-10s-fixed-window";r=0;t=10')
     expect(seen.map((d) => [d.allowed, d.retryAfterMs])).toEqual([[false, 10_000]])
   })
 
@@ -225,7 +225,7 @@ describe('rateLimit (koa)', () => {
     expect((await request(app.callback()).get('/')).status).toBe(200)
     await vi.waitFor(() => expect(spy).toHaveBeenCalledTimes(1))
     expect(spy.mock.calls[0]).toEqual([
-      'rateLimit: refundWhen or store.refund failed after the response: Error: refund store down',
+      'rateLimit: refundWhen or store.refund failed after the response: Error: refund store down (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_REFUND_FAILED.md)',
       { type: 'SluiceWarning', code: 'ERR_SLUICE_REFUND_FAILED' },
     ])
   })
@@ -238,6 +238,7 @@ describe('rateLimit (koa)', () => {
       release: async (...args) => store.release(...args),
       get: async (...args) => store.get(...args),
       reset: async (...args) => store.reset(...args),
+      resetAll: async () => store.resetAll(),
     }
     const server = quietApp()
       .use(rateLimit({ limit: 1, window: '1m', clock, store: slow }))
@@ -250,7 +251,9 @@ describe('rateLimit (koa)', () => {
 
   it('validates options at construction, naming the option', () => {
     expect(() => rateLimit({ windowMs: 60_000 } as never)).toThrow(
-      new TypeError('rateLimit: unknown option "windowMs" (did you mean "window"?)'),
+      new TypeError(
+        `rateLimit: unknown option "windowMs" (use "window": milliseconds or a string such as '15m')`,
+      ),
     )
     expect(() => rateLimit({ limit: 0 })).toThrow(
       new RangeError('rateLimit: "limit" must be a positive integer, got 0'),
@@ -261,7 +264,7 @@ describe('rateLimit (koa)', () => {
       ),
     )
     expect(() => rateLimit({ onLimited: 'nope' as never })).toThrow(
-      new TypeError('rateLimit: "onLimited" must be a function, got string'),
+      new TypeError('rateLimit: "onLimited" must be a function, got "nope"'),
     )
     expect(() => rateLimit({ validate: 'yes' as never })).toThrow(
       new TypeError('rateLimit: "validate" must be a boolean or an object, got "yes"'),

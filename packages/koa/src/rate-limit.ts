@@ -1,19 +1,17 @@
+import { readFunction } from '@sluice/core/validation'
+import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
 import {
-  type Decision,
   type RateLimitOptions as HttpRateLimitOptions,
-  type MaybePromise,
-  type Policy,
   RateLimitEngine,
-  type Store,
-} from '@sluice/http'
+} from '@sluice/http/adapter'
 import type { Context, Middleware, Next } from 'koa'
-import { isGone, koaRequest, koaResponse, refuse } from './accessors'
+import { answer, koaRequest, koaResponse, settle } from './accessors'
 import type { RateLimitState } from './state'
 import { type ValidateOption, Validations } from './validations'
 
 /**
- * Options of {@link rateLimit}: the options every sluice adapter shares (DESIGN §4), with
- * Koa's `ctx` as both the request and the response of the callbacks (so
+ * Options of {@link rateLimit}: the options every sluice adapter shares, with Koa's `ctx`
+ * as both the request and the response of the callbacks (so
  * `refundWhen: (ctx) => ctx.status < 400`), plus `onLimited` and `validate`.
  */
 export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context> {
@@ -29,11 +27,13 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 
 /** The middleware `rateLimit()` returns: a Koa middleware with a few handles on its state. */
 export interface RateLimitMiddleware extends Middleware<RateLimitState> {
-  /** The validated policies, in the order given. */
+  /** The policies (for limits that depend on the request: those met so far). */
   readonly policies: readonly Policy[]
   /** Where the per-key state lives. */
   readonly store: Store
-  /** Forgets a key's state under this middleware's policies. */
+  /** Each policy's state for `key`, taking nothing. */
+  get(key: string): MaybePromise<readonly KeyState[]>
+  /** Forgets a key's state (and any block) under this middleware's policies. */
   resetKey(key: string): MaybePromise<void>
 }
 
@@ -64,44 +64,23 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     'rateLimit',
     ['onLimited', 'validate'],
   )
-  const { onLimited } = options
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new TypeError(`rateLimit: "onLimited" must be a function, got ${typeof onLimited}`)
-  }
+  const onLimited = readFunction('rateLimit', 'onLimited', options.onLimited)
   const validations = new Validations('rateLimit', options.validate)
 
   async function rateLimit(ctx: Context, next: Next): Promise<void> {
     validations.check(ctx)
-    let decision: Decision | undefined
-    try {
-      const decided = engine.decide(ctx, ctx)
-      decision = decided instanceof Promise ? await decided : decided
-    } catch (error) {
-      // A client that left while its request waited has nobody to answer.
-      if (isGone(ctx)) return
-      throw error
-    }
-    if (decision === undefined) return next()
-    ctx.state.rateLimit = decision
-    engine.writeHeaders(ctx, decision)
-    if (decision.allowed) {
-      // 'finish' only: a response the client abandoned is never refunded.
-      if (engine.refunds)
-        ctx.res.once('finish', () => engine.settleAfterResponse(ctx, ctx, decision))
-      return next()
-    }
-    ctx.set('Retry-After', engine.retryAfter(decision))
-    if (onLimited !== undefined) {
-      await onLimited(ctx, next, decision)
-      return
-    }
-    const body = engine.message(ctx, ctx)
-    refuse(ctx, engine.statusCode, body instanceof Promise ? await body : body)
+    const outcome = await settle(ctx, engine.admit(ctx, ctx))
+    if (outcome === undefined) return
+    if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision
+    return answer(ctx, next, outcome, onLimited)
   }
 
   return Object.assign(rateLimit, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
+    get: (key: string) => engine.get(key),
     resetKey: (key: string) => engine.resetKey(key),
   })
 }

@@ -2,14 +2,15 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { PassThrough } from 'node:stream'
 import Router from '@koa/router'
-import Koa, { type Context, type Middleware } from 'koa'
 import {
   type AdapterHarness,
   type AppSpec,
   type HandlerSpec,
   type MiddlewareSpec,
+  middlewareMemo,
   runAdapterScenarios,
-} from '../../http/test/scenarios'
+} from '@sluice/http/testing'
+import Koa, { type Context, type Middleware } from 'koa'
 import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 
@@ -61,10 +62,15 @@ export const koaHarness: AdapterHarness = {
     app.maxIpsCount = 1
     // The 'throw' scenario fails on purpose; Koa would print every such error.
     app.silent = true
+    const built = middlewareMemo(middleware)
     const router = new Router()
-    for (const use of spec.use ?? []) app.use(middleware(use))
+    for (const use of spec.use ?? []) app.use(built.get(use))
     for (const route of spec.routes) {
-      router[route.method](route.path, ...(route.use ?? []).map(middleware), handler(route.handler))
+      router[route.method](
+        route.path,
+        ...(route.use ?? []).map((use) => built.get(use)),
+        handler(route.handler),
+      )
     }
     app.use(router.routes())
     const server = createServer(app.callback())
@@ -76,6 +82,7 @@ export const koaHarness: AdapterHarness = {
           server.closeAllConnections()
           server.close(() => resolve())
         }),
+      middleware: (use: MiddlewareSpec) => built.get(use),
     }
   },
   header: (ctx: Context, name) => ctx.get(name) || undefined,

@@ -1,4 +1,4 @@
-import { emitWarning, enabledChecks, type ValidateOption as Switches } from '@sluice/http'
+import { emitWarning, enabledChecks, type ValidateOption as Switches } from '@sluice/http/adapter'
 import type { Context } from 'koa'
 
 /** Stable codes of the one-time configuration warnings (the same as in `@sluice/express`). */

@@ -1,4 +1,6 @@
+import diagnostics from 'node:diagnostics_channel'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { connect } from 'node:net'
 import { type Duration, ManualClock } from '@sluice/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
@@ -75,6 +77,38 @@ export interface AppSpec {
 export interface RunningServer {
   readonly port: number
   close(): Promise<void>
+  /**
+   * The middleware built from `spec` (what `rateLimit()`/`bulkhead()` returned, with its
+   * `get`, `resetKey`, `store`...). Harnesses build one middleware per spec object: the same
+   * spec used twice in an app is the same middleware mounted twice.
+   */
+  middleware?(spec: MiddlewareSpec): unknown
+}
+
+/**
+ * A memo for harnesses: builds one middleware per spec object and finds it again.
+ *
+ * @example
+ * ```ts
+ * const built = middlewareMemo((spec) => ('rateLimit' in spec ? rateLimit(spec.rateLimit) : bulkhead(spec.bulkhead)))
+ * app.use(built.get(spec))
+ * return { port, close, middleware: (spec) => built.get(spec) }
+ * ```
+ */
+export function middlewareMemo<M>(build: (spec: MiddlewareSpec) => M): {
+  get(spec: MiddlewareSpec): M
+} {
+  const made = new Map<MiddlewareSpec, M>()
+  return {
+    get(spec) {
+      let middleware = made.get(spec)
+      if (middleware === undefined) {
+        middleware = build(spec)
+        made.set(spec, middleware)
+      }
+      return middleware
+    },
+  }
 }
 
 /** What an adapter supplies to run the shared scenarios. */
@@ -173,6 +207,34 @@ export function start(server: RunningServer, path: string, headers: Record<strin
     firstByte: new Promise<IncomingMessage>((resolve) => req.once('response', resolve)),
     abort: () => req.destroy(),
   }
+}
+
+/**
+ * Writes several requests on one connection at once (HTTP/1.1 pipelining), waits until
+ * `ready()` holds, then destroys the socket: the requests after the first never reach
+ * their turn to be answered.
+ */
+export async function pipelineThenHangUp(
+  server: RunningServer,
+  paths: readonly string[],
+  ready: () => boolean,
+): Promise<void> {
+  const socket = connect({ host: '127.0.0.1', port: server.port })
+  socket.on('error', () => {})
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  socket.write(paths.map((path) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''))
+  await until(ready, 'the pipelined requests reached their handlers')
+  socket.destroy()
+}
+
+/** Collects what is published on a diagnostics channel until `stop()`. */
+export function listen<T>(channel: string): { readonly events: T[]; stop(): void } {
+  const events: T[] = []
+  const onMessage = (message: unknown) => {
+    events.push(message as T)
+  }
+  diagnostics.subscribe(channel, onMessage)
+  return { events, stop: () => diagnostics.unsubscribe(channel, onMessage) }
 }
 
 /** Polls (on real time, without asserting any duration) until `condition` holds. */
@@ -345,8 +407,8 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const res = await send(server, '/')
         expect(res.status).toBe(200)
         expect(lines(res, ...RATE_LIMIT_HEADERS)).toEqual([
-          'RateLimit-Policy: "default";q=100;w=60',
-          'RateLimit: "default";r=57;t=12',
+          'RateLimit-Policy: "100-per-1m-fixed-window";q=100;w=60',
+          'RateLimit: "100-per-1m-fixed-window";r=57;t=12',
         ])
       })
 
@@ -360,8 +422,8 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const res = await send(server, '/')
         expect(res.status).toBe(429)
         expect(lines(res, ...RATE_LIMIT_HEADERS)).toEqual([
-          'RateLimit-Policy: "default";q=1;w=10',
-          'RateLimit: "default";r=0;t=9',
+          'RateLimit-Policy: "1-per-10s-fixed-window";q=1;w=10',
+          'RateLimit: "1-per-10s-fixed-window";r=0;t=9',
           'Retry-After: 9',
         ])
         expect(res.body).toBe('Too Many Requests')
@@ -648,7 +710,7 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         clock.advance(1_000)
         const res = await delayed.replied
         expect(res.status).toBe(200)
-        expect(res.headers.ratelimit).toBe('"default";r=0;t=1')
+        expect(res.headers.ratelimit).toBe('"1-per-1s-fixed-window";r=0;t=1')
       })
 
       it('serves queued requests in order, and refuses when the queue is full', async () => {
@@ -764,15 +826,15 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const refused = await send(server, '/work')
         expect(refused.status).toBe(503)
         expect(lines(refused, ...RATE_LIMIT_HEADERS)).toEqual([
-          'RateLimit-Policy: "bulkhead";q=1;qu="concurrent-requests"',
-          'RateLimit: "bulkhead";r=0',
+          'RateLimit-Policy: "1-concurrent";q=1;qu="concurrent-requests"',
+          'RateLimit: "1-concurrent";r=0',
           'Retry-After: 1',
         ])
         expect(refused.body).toBe('Service Unavailable')
         work.open()
         const done = await first.replied
         expect(done.status).toBe(200)
-        expect(lines(done, 'RateLimit')).toEqual(['RateLimit: "bulkhead";r=0'])
+        expect(lines(done, 'RateLimit')).toEqual(['RateLimit: "1-concurrent";r=0'])
         await until(() => store.inFlight === 0, 'the slot is released')
         expect((await send(server, '/work')).status).toBe(200)
       })
@@ -881,6 +943,508 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         work.open()
         expect((await send(server, '/work')).status).toBe(200)
         await until(() => store.inFlight === 0, 'the last slot is released')
+      })
+    })
+
+    describe('composition (issue 10)', () => {
+      it('unnamed limits on one shared store never share state, and get names of their own', async () => {
+        const { clock, store } = manual()
+        const server = await serve({
+          use: [{ rateLimit: { limit: 100, window: '1m', clock, store } }],
+          routes: [
+            {
+              method: 'get',
+              path: '/',
+              use: [
+                {
+                  rateLimit: { limit: 3, window: '10s', algorithm: 'fixed-window', clock, store },
+                },
+              ],
+              handler: { kind: 'json' },
+            },
+          ],
+        })
+        expect(await statuses(server, '/', 5)).toEqual([200, 200, 200, 429, 429])
+        const res = await send(server, '/')
+        expect(lines(res, 'RateLimit-Policy', 'RateLimit')).toEqual([
+          'RateLimit-Policy: "100-per-1m";q=100;w=60, "3-per-10s-fixed-window";q=3;w=10',
+          'RateLimit: "100-per-1m";r=94;t=66, "3-per-10s-fixed-window";r=0;t=10',
+        ])
+      })
+
+      it('two sliding windows on one store count each request once, and r is never negative', async () => {
+        const { clock, store } = manual()
+        const server = await serve({
+          use: [
+            { rateLimit: { limit: 100, window: '1m', clock, store } },
+            { rateLimit: { limit: 3, window: '1m', clock, store } },
+          ],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 200])
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(lines(refused, 'RateLimit')).toEqual([
+          'RateLimit: "100-per-1m";r=96;t=66, "3-per-1m";r=0;t=66',
+        ])
+      })
+
+      it('two unnamed bulkheads on one store are two bulkheads', async () => {
+        const store = memoryStore()
+        const a = gate()
+        const b = gate()
+        const server = await serve({
+          routes: [
+            {
+              method: 'get',
+              path: '/a',
+              use: [{ bulkhead: { max: 2, store } }],
+              handler: { kind: 'hold', gate: a },
+            },
+            {
+              method: 'get',
+              path: '/b',
+              use: [{ bulkhead: { max: 1, store } }],
+              handler: { kind: 'hold', gate: b },
+            },
+          ],
+        })
+        const held = [start(server, '/a'), start(server, '/a'), start(server, '/b')]
+        await until(() => a.arrived === 2 && b.arrived === 1, 'both bulkheads are full')
+        const refusedA = await send(server, '/a')
+        const refusedB = await send(server, '/b')
+        expect([refusedA.status, refusedB.status]).toEqual([503, 503])
+        expect(refusedA.headers.ratelimit).toBe('"2-concurrent";r=0')
+        expect(refusedB.headers.ratelimit).toBe('"1-concurrent";r=0')
+        a.open()
+        b.open()
+        for (const request of held) expect((await request.replied).status).toBe(200)
+        await until(() => store.inFlight === 0, 'every slot is released')
+      })
+
+      it('the same middleware mounted twice on one path counts a request once', async () => {
+        const { clock, store } = manual()
+        const limiter: MiddlewareSpec = { rateLimit: { limit: 2, window: '1m', clock, store } }
+        const server = await serve({
+          use: [limiter],
+          routes: [{ method: 'get', path: '/', use: [limiter], handler: { kind: 'json' } }],
+        })
+        const first = await send(server, '/')
+        expect(JSON.parse(first.body).rateLimit.remaining).toBe(1)
+        expect(lines(first, 'RateLimit')).toEqual(['RateLimit: "2-per-1m";r=1;t=66'])
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      })
+
+      it('a refund after the window ended never credits the next one', async () => {
+        const { clock, store } = manual()
+        const slow = gate()
+        const limiter: MiddlewareSpec = {
+          rateLimit: {
+            algorithm: 'fixed-window',
+            limit: 1,
+            window: '1s',
+            key: keys.global(),
+            // Only the slow request asks for its permit back.
+            refundWhen: (req) => harness.header(req, 'x-refund') === 'yes',
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          use: [limiter],
+          routes: [
+            { method: 'get', path: '/slow', handler: { kind: 'hold', gate: slow } },
+            { method: 'get', path: '/', handler: { kind: 'json' } },
+          ],
+        })
+        const pending = start(server, '/slow', { 'x-refund': 'yes' })
+        await until(() => slow.arrived === 1, 'the slow request runs')
+        clock.advance(1_000)
+        expect((await send(server, '/')).status).toBe(200)
+        await settle()
+        slow.open()
+        expect((await pending.replied).status).toBe(200)
+        await settle()
+        expect((await send(server, '/')).status).toBe(429)
+      })
+
+      it('works with a store that answers with thenables that are not promises', async () => {
+        const { clock, store } = manual()
+        const thenable = <T>(value: T) =>
+          ({
+            // biome-ignore lint/suspicious/noThenProperty: the point is a non-native thenable.
+            then: (resolve: (v: T) => unknown) => resolve(value),
+          }) as unknown as PromiseLike<T>
+        const lazy = {
+          take: (...args: Parameters<typeof store.take>) => thenable(store.take(...args)),
+          refund: (...args: Parameters<typeof store.refund>) => thenable(store.refund(...args)),
+          release: (...args: Parameters<typeof store.release>) => thenable(store.release(...args)),
+          get: (...args: Parameters<typeof store.get>) => thenable(store.get(...args)),
+          reset: (...args: Parameters<typeof store.reset>) => thenable(store.reset(...args)),
+          resetAll: () => thenable(store.resetAll()),
+        }
+        const server = await serve(oneRoute({ limit: 1, window: '1m', clock, store: lazy }))
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+      })
+    })
+
+    describe('header times agree with Retry-After (issue 10)', () => {
+      it.each([
+        ['token-bucket', '"10-per-1m-token-bucket";r=0;t=6', '6'],
+        ['warm-up', '"10-per-1m-warm-up-0s";r=0;t=6', '6'],
+        ['sliding-window', '"10-per-1m";r=0;t=66', '66'],
+        ['fixed-window', '"10-per-1m-fixed-window";r=0;t=60', '60'],
+      ] as const)('%s: t of the refusing policy is Retry-After', async (algorithm, item, retry) => {
+        const { clock, store } = manual()
+        const warmUp = algorithm === 'warm-up' ? { warmUp: 0 } : {}
+        const server = await serve(
+          oneRoute({ algorithm, limit: 10, window: '1m', ...warmUp, clock, store }),
+        )
+        for (let i = 0; i < 10; i++) await send(server, '/')
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect([refused.headers.ratelimit, refused.headers['retry-after']]).toEqual([item, retry])
+      })
+
+      it('draft-7: reset agrees with Retry-After; single values show the tightest policy', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            headers: 'draft-7',
+            policies: [
+              { algorithm: 'token-bucket', limit: 10, window: '1m' },
+              { algorithm: 'fixed-window', limit: 10, window: '1s' },
+              { algorithm: 'fixed-window', limit: 50, window: '1h' },
+            ],
+            clock,
+            store,
+          }),
+        )
+        const first = await send(server, '/')
+        // Equal quotas are listed once (the drafts forbid two items with one quota).
+        expect(lines(first, 'RateLimit-Policy', 'RateLimit')).toEqual([
+          'RateLimit-Policy: 10;w=60, 50;w=3600',
+          'RateLimit: limit=10, remaining=9, reset=6',
+        ])
+        for (let i = 0; i < 9; i++) {
+          await send(server, '/')
+          clock.advance(100)
+        }
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(lines(refused, 'RateLimit', 'Retry-After')).toEqual([
+          'RateLimit: limit=10, remaining=0, reset=6',
+          'Retry-After: 6',
+        ])
+      })
+
+      it('draft-6 lists equal quotas once, too', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            headers: 'draft-6',
+            policies: [
+              { name: 'second', algorithm: 'fixed-window', limit: 10, window: '1s' },
+              { name: 'minute', algorithm: 'fixed-window', limit: 10, window: '1m' },
+            ],
+            clock,
+            store,
+          }),
+        )
+        expect(lines(await send(server, '/'), 'RateLimit-Policy')).toEqual([
+          'RateLimit-Policy: 10;w=60',
+        ])
+      })
+    })
+
+    describe('hardening (issue 11)', () => {
+      it('a pipelined request whose client hangs up frees its bulkhead slot', async () => {
+        const store = memoryStore()
+        const other = gate()
+        const work = gate()
+        work.open()
+        const server = await serve({
+          routes: [
+            { method: 'get', path: '/other', handler: { kind: 'hold', gate: other } },
+            {
+              method: 'get',
+              path: '/work',
+              use: [{ bulkhead: { max: 4, store } }],
+              handler: { kind: 'hold', gate: work },
+            },
+          ],
+        })
+        // Each /work answers at once but waits behind /other on its connection, which the
+        // client then closes: neither 'finish' nor 'close' comes for the /work response.
+        for (let i = 1; i <= 4; i++) {
+          await pipelineThenHangUp(
+            server,
+            ['/other', '/work'],
+            () => other.arrived === i && work.arrived === i,
+          )
+        }
+        await until(() => store.inFlight === 0, 'the hung-up pipelined requests free their slots')
+        expect((await send(server, '/work')).status).toBe(200)
+        other.open()
+      })
+
+      it('a throwing message after an asynchronous decision answers 500; the server lives on', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            limit: 1,
+            window: '1m',
+            key: async () => 'k',
+            message: () => {
+              throw new Error('message failed')
+            },
+            clock,
+            store,
+          }),
+        )
+        expect(await statuses(server, '/', 3)).toEqual([200, 500, 500])
+      })
+
+      it('a message that returns neither text nor an object is an error, not an empty 204', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ limit: 1, window: '1m', message: () => null as never, clock, store }),
+        )
+        expect(await statuses(server, '/', 2)).toEqual([200, 500])
+      })
+
+      it('a very long key is kept as its SHA-256, still one budget per value', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({ limit: 1, window: '1m', key: keys.header('x-api-key'), clock, store }),
+        )
+        const long = 'k'.repeat(10_000)
+        const first = await send(server, '/', { headers: { 'x-api-key': long } })
+        expect(JSON.parse(first.body).rateLimit.key).toMatch(/^sha256:[\w-]{43}$/)
+        expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(429)
+        expect((await send(server, '/', { headers: { 'x-api-key': `${long}2` } })).status).toBe(200)
+      })
+    })
+
+    describe('operating limits (issue 15)', () => {
+      it('dryRun: nothing is refused; the decision and events say what would have been', async () => {
+        const { clock, store } = manual()
+        const seen = listen<{ allowed: boolean; enforced: boolean; key: string }>(
+          'sluice:rate-limit',
+        )
+        try {
+          const server = await serve(
+            oneRoute({ limit: 1, window: '1m', dryRun: true, clock, store }),
+          )
+          const first = await send(server, '/')
+          const second = await send(server, '/')
+          expect([first.status, second.status]).toEqual([200, 200])
+          expect(JSON.parse(second.body).rateLimit).toMatchObject({
+            allowed: false,
+            enforced: false,
+          })
+          expect(lines(second, ...RATE_LIMIT_HEADERS)).toEqual([])
+          expect(seen.events.map((e) => [e.allowed, e.enforced])).toEqual([
+            [true, false],
+            [false, false],
+          ])
+        } finally {
+          seen.stop()
+        }
+      })
+
+      it('events: one per decided request, none for skipped ones; bulkhead events in order', async () => {
+        const { clock, store } = manual()
+        const rate = listen<{
+          key: string
+          policy: string
+          allowed: boolean
+          remaining: number
+          cost: number
+          retryAfterMs: number
+        }>('sluice:rate-limit')
+        const slots = listen<{ event: string; inFlight: number; queued: number; heldMs?: number }>(
+          'sluice:bulkhead',
+        )
+        try {
+          const server = await serve({
+            routes: [
+              {
+                method: 'get',
+                path: '/',
+                use: [
+                  {
+                    rateLimit: {
+                      limit: 1,
+                      window: '1m',
+                      key: keys.global(),
+                      skip: (req) => harness.header(req, 'x-skip') === 'yes',
+                      clock,
+                      store,
+                    },
+                  },
+                ],
+                handler: { kind: 'json' },
+              },
+              {
+                method: 'get',
+                path: '/work',
+                use: [{ bulkhead: { max: 1, store: memoryStore() } }],
+                handler: { kind: 'json' },
+              },
+            ],
+          })
+          await send(server, '/', { headers: { 'x-skip': 'yes' } })
+          expect(await statuses(server, '/', 2)).toEqual([200, 429])
+          expect(rate.events).toEqual([
+            expect.objectContaining({
+              key: 'global',
+              policy: '1-per-1m',
+              allowed: true,
+              remaining: 0,
+              cost: 1,
+              retryAfterMs: 0,
+            }),
+            expect.objectContaining({
+              key: 'global',
+              allowed: false,
+              remaining: 0,
+              retryAfterMs: 66_000,
+            }),
+          ])
+          await send(server, '/work')
+          await until(() => slots.events.length === 2, 'the slot is released')
+          expect(slots.events.map((e) => [e.event, e.inFlight, e.queued])).toEqual([
+            ['enter', 1, 0],
+            ['release', 0, 0],
+          ])
+          expect(typeof slots.events[1]?.heldMs).toBe('number')
+        } finally {
+          rate.stop()
+          slots.stop()
+        }
+      })
+
+      it('limit as a function of the request: one plan, one budget each', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            limit: (req) => (harness.header(req, 'x-plan') === 'pro' ? 3 : 1),
+            window: '1m',
+            key: keys.header('x-user'),
+            clock,
+            store,
+          }),
+        )
+        const free = { 'x-plan': 'free', 'x-user': 'ann' }
+        const pro = { 'x-plan': 'pro', 'x-user': 'bob' }
+        expect(await statuses(server, '/', 2, free)).toEqual([200, 429])
+        expect(await statuses(server, '/', 4, pro)).toEqual([200, 200, 200, 429])
+        expect(lines(await send(server, '/', { headers: pro }), 'RateLimit-Policy')).toEqual([
+          'RateLimit-Policy: "3-per-1m";q=3;w=60',
+        ])
+      })
+
+      it('policies as a function of the request (tenants)', async () => {
+        const { clock, store } = manual()
+        const plans = {
+          small: [{ name: 'small', limit: 1, window: '1m' }],
+          large: [
+            { name: 'large-burst', algorithm: 'token-bucket', limit: 2, window: '1s' },
+            { name: 'large-daily', algorithm: 'fixed-window', limit: 100, window: '1d' },
+          ],
+        } as const
+        const server = await serve(
+          oneRoute({
+            policies: (req) =>
+              harness.header(req, 'x-tenant') === 'large' ? plans.large : plans.small,
+            key: keys.header('x-tenant'),
+            clock,
+            store,
+          }),
+        )
+        expect(await statuses(server, '/', 2, { 'x-tenant': 'small' })).toEqual([200, 429])
+        const large = await send(server, '/', { headers: { 'x-tenant': 'large' } })
+        expect(lines(large, 'RateLimit')).toEqual([
+          'RateLimit: "large-burst";r=1;t=1, "large-daily";r=99;t=86400',
+        ])
+      })
+
+      it('block: a key refused `after` times is blocked for `for`, Retry-After the time left', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            algorithm: 'fixed-window',
+            limit: 1,
+            window: '1s',
+            block: { for: '1h', after: 2 },
+            key: keys.global(),
+            clock,
+            store,
+          }),
+        )
+        expect(await statuses(server, '/', 2)).toEqual([200, 429])
+        const blocks = await send(server, '/')
+        expect([blocks.status, blocks.headers['retry-after']]).toEqual([429, '3600'])
+        clock.advance(60_000)
+        const during = await send(server, '/')
+        expect([during.status, during.headers['retry-after']]).toEqual([429, '3540'])
+        expect(during.headers.ratelimit).toBe('"1-per-1s-fixed-window-block-1h-after-2";r=0;t=3540')
+        clock.advance(3_540_000)
+        expect((await send(server, '/')).status).toBe(200)
+      })
+
+      it('get(key) reads a key without taking; resetKey unblocks it', async () => {
+        const { clock, store } = manual()
+        const spec: MiddlewareSpec = {
+          rateLimit: { limit: 2, window: '1m', key: keys.global(), clock, store },
+        }
+        const server = await serve({
+          use: [spec],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        const middleware = server.middleware?.(spec) as {
+          get(key: string): unknown
+          resetKey(key: string): unknown
+        }
+        await send(server, '/')
+        expect(await middleware.get('global')).toEqual([
+          { policy: '2-per-1m', limit: 2, remaining: 1, resetMs: 66_000 },
+        ])
+        expect(await middleware.get('global')).toEqual([
+          { policy: '2-per-1m', limit: 2, remaining: 1, resetMs: 66_000 },
+        ])
+        await send(server, '/')
+        expect((await send(server, '/')).status).toBe(429)
+        await middleware.resetKey('global')
+        expect((await send(server, '/')).status).toBe(200)
+      })
+
+      it('problemDetails: a refusal as RFC 9457 problem+json with the violated policies', async () => {
+        const { clock, store } = manual()
+        const server = await serve(
+          oneRoute({
+            policies: [
+              { name: 'burst', algorithm: 'fixed-window', limit: 1, window: '1s' },
+              { name: 'daily', algorithm: 'fixed-window', limit: 100, window: '1d' },
+            ],
+            problemDetails: true,
+            message: 'Slow down, please.',
+            clock,
+            store,
+          }),
+        )
+        await send(server, '/')
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/)
+        expect(JSON.parse(refused.body)).toEqual({
+          type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+          title: 'Request cannot be satisfied as assigned quota has been exceeded',
+          status: 429,
+          'violated-policies': ['burst'],
+          detail: 'Slow down, please.',
+        })
       })
     })
   })
