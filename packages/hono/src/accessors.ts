@@ -1,8 +1,16 @@
-import type { LimitedBody, RequestAccessors, ResponseAccessors } from '@sluice/http'
-import type { Context, MiddlewareHandler } from 'hono'
+import {
+  isPromiseLike,
+  type MaybePromise,
+  type Outcome,
+  type RequestAccessors,
+  type ResponseAccessors,
+} from '@sluice/http/adapter'
+import { isClientGone, whenResponseOver } from '@sluice/http/node'
+import type { Context, MiddlewareHandler, Next } from 'hono'
 import { matchedRoutes } from 'hono/route'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { type GetIp, nodeClientGone, rawHeader } from './client-address'
+import { type GetIp, nodeBindings, rawHeader } from './client-address'
+import { holdUntilSent } from './hold-body'
 
 /**
  * The pattern of the route that answers this request. Hono matches every route up front,
@@ -69,19 +77,6 @@ export function restoreHeaders(c: Context): void {
 }
 
 /**
- * Makes `answer` (what `onLimited` returned, if anything) the response and gives it the
- * headers sluice set; returns what the middleware should return.
- */
-export function answerWith(
-  c: Context,
-  answer: Awaited<MiddlewareResult> | undefined,
-): Response | undefined {
-  if (answer) c.res = answer
-  restoreHeaders(c)
-  return c.finalized ? c.res : undefined
-}
-
-/**
  * What a Hono middleware returns (`Promise<Response | void>`): a response, or nothing
  * once `next()` has produced one.
  */
@@ -92,7 +87,8 @@ export type MiddlewareResult = ReturnType<MiddlewareHandler>
  * creating the request's `AbortSignal`, which the runtime otherwise makes lazily.
  */
 export function isGone(c: Context): boolean {
-  return nodeClientGone(c) ?? c.req.raw.signal.aborted
+  const node = nodeBindings(c)
+  return node === undefined ? c.req.raw.signal.aborted : isClientGone(node.incoming, node.outgoing)
 }
 
 /**
@@ -104,8 +100,80 @@ export function clientGone(): Response {
   return new Response(null, { status: 499 })
 }
 
-/** A refusal: text as `text/plain`, an object as JSON, with the headers set on `c`. */
-export function refuse(c: Context, status: number, body: LimitedBody): Response {
-  const code = status as ContentfulStatusCode
-  return typeof body === 'string' ? c.text(body, code) : c.json(body, code)
+/** Waits for the pipeline; a client that left while its request waited gets a 499. */
+export async function settle(
+  c: Context,
+  admitted: MaybePromise<Outcome>,
+): Promise<Outcome | Response> {
+  try {
+    return isPromiseLike(admitted) ? await admitted : admitted
+  } catch (error) {
+    if (isGone(c)) return clientGone()
+    throw error
+  }
+}
+
+/**
+ * Carries out an outcome in Hono: the next handler for a pass, `onLimited` or the
+ * prepared refusal. When the outcome holds something, its end follows the response:
+ * under `@hono/node-server` the Node response (finish, close, or the socket closing);
+ * elsewhere, with `untilSent` (a bulkhead slot), the body stream (read to its end or
+ * cancelled) or the client leaving, and without it (a refund, which needs only the
+ * status) the handler's answer. A handler that failed ends it at once.
+ */
+export async function answer<D>(
+  c: Context,
+  next: Next,
+  outcome: Outcome,
+  onLimited:
+    | ((c: Context, next: Next, decision: D) => Response | undefined | MiddlewareResult)
+    | undefined,
+  untilSent: boolean,
+): Promise<Response | undefined> {
+  if (outcome.action === 'refuse') {
+    if (onLimited !== undefined) {
+      const answer = await onLimited(c, next, outcome.decision as D)
+      if (answer) c.res = answer
+      restoreHeaders(c)
+      return c.finalized ? c.res : undefined
+    }
+    const refusal = outcome.refusal()
+    const { contentType, body } = isPromiseLike(refusal) ? await refusal : refusal
+    return c.body(body, outcome.status as ContentfulStatusCode, { 'Content-Type': contentType })
+  }
+  if (!outcome.holds) {
+    await next()
+    restoreHeaders(c)
+    return undefined
+  }
+  const node = nodeBindings(c)
+  const { signal } = c.req.raw
+  if (node !== undefined) {
+    whenResponseOver(node.incoming, node.outgoing, outcome)
+    if (isClientGone(node.incoming, node.outgoing)) return clientGone()
+  } else if (signal.aborted) {
+    outcome.done(true)
+    return clientGone()
+  } else if (untilSent) {
+    // Bun, Deno and @hono/node-server abort the request's signal when its client leaves.
+    signal.addEventListener('abort', () => outcome.done(true), { once: true })
+  }
+  try {
+    await next()
+  } catch (error) {
+    outcome.done(false)
+    throw error
+  }
+  // Hono answered a thrown error with its onError response: the work has stopped.
+  if (c.error !== undefined) {
+    outcome.done(false)
+    return undefined
+  }
+  restoreHeaders(c)
+  if (node !== undefined) return undefined
+  // `await next()` returns once the handler has a Response, before a streamed body is
+  // sent: a slot goes with the body until it has been read to the end or cancelled.
+  if (untilSent) c.res = holdUntilSent(c.res, outcome)
+  else outcome.done(signal.aborted)
+  return undefined
 }

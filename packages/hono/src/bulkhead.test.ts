@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { memoryStore } from '@sluice/http'
+import { gate, type RunningServer, send, start, until } from '@sluice/http/testing'
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import { afterEach, describe, expect, it } from 'vitest'
-import { gate, type RunningServer, send, start, until } from '@sluice/http/testing'
 import { bulkhead } from './bulkhead'
 
 const closers: (() => Promise<void>)[] = []
@@ -35,7 +35,7 @@ describe('bulkhead (hono)', () => {
     const store = memoryStore()
     const limiter = bulkhead({ max: 1, store })
     expect(limiter.name).toBe('bulkhead')
-    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['bulkhead', 1]])
+    expect(limiter.policies.map((p) => [p.name, p.limit])).toEqual([['1-concurrent', 1]])
     const app = new Hono().get('/', limiter, (c) =>
       stream(c, async (body) => {
         await body.write('first\n')
@@ -114,7 +114,7 @@ describe('bulkhead (hono)', () => {
     const res = await app.request('/')
     expect([await res.text(), res.headers.get('ratelimit'), store.inFlight]).toEqual([
       'raw',
-      '"bulkhead";r=1',
+      '"2-concurrent";r=1',
       0,
     ])
   })
@@ -208,13 +208,15 @@ describe('bulkhead (hono)', () => {
       new RangeError('bulkhead: "max" must be a positive integer, got 0'),
     )
     expect(() => bulkhead({ limit: 5 } as never)).toThrow(
-      new TypeError('bulkhead: unknown option "limit"'),
+      new TypeError(
+        'bulkhead: unknown option "limit" (use "max": a bulkhead counts requests in flight, not per window)',
+      ),
     )
     expect(() => bulkhead({ getIp: 1 as never })).toThrow(
-      new TypeError('bulkhead: "getIp" must be a function, got number'),
+      new TypeError('bulkhead: "getIp" must be a function, got 1'),
     )
     expect(() => bulkhead({ onLimited: {} as never })).toThrow(
-      new TypeError('bulkhead: "onLimited" must be a function, got object'),
+      new TypeError('bulkhead: "onLimited" must be a function, got an object'),
     )
   })
 })

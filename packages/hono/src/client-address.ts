@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Context } from 'hono'
 
 /**
@@ -15,11 +16,8 @@ export type GetIp = (c: Context) => string | undefined
 type ConnInfo = (c: Context) => { remote: { address?: string | undefined } }
 
 interface NodeBindings {
-  incoming?: {
-    socket?: { destroyed?: boolean }
-    headers?: Record<string, string | string[] | undefined>
-  }
-  outgoing?: { once?: unknown; writableFinished?: boolean }
+  incoming: IncomingMessage & { headers: Record<string, string | string[] | undefined> }
+  outgoing: ServerResponse
 }
 
 /**
@@ -27,9 +25,12 @@ interface NodeBindings {
  * `c.env.server`, where its `getConnInfo` also looks), or undefined on other runtimes.
  */
 export function nodeBindings(c: Context): NodeBindings | undefined {
-  const env = c.env as (NodeBindings & { server?: NodeBindings }) | undefined
+  const env = c.env as (Partial<NodeBindings> & { server?: Partial<NodeBindings> }) | undefined
   const bindings = env?.server ?? env
-  return typeof bindings?.incoming?.socket === 'object' ? bindings : undefined
+  return typeof bindings?.incoming?.socket === 'object' &&
+    typeof bindings.outgoing?.once === 'function'
+    ? (bindings as NodeBindings)
+    : undefined
 }
 
 /**
@@ -42,29 +43,6 @@ export function rawHeader(c: Context, name: string): string | undefined {
   if (headers === undefined) return c.req.header(name)
   const value = headers[name]
   return Array.isArray(value) ? value.join(', ') : value
-}
-
-/**
- * Calls `listener` once the Node response of a request served by `@hono/node-server` has
- * closed (sent to its end, or abandoned by the client). False on other runtimes.
- */
-export function onNodeClose(c: Context, listener: () => void): boolean {
-  const outgoing = nodeBindings(c)?.outgoing
-  if (typeof outgoing?.once !== 'function') return false
-  outgoing.once('close', listener)
-  return true
-}
-
-/**
- * Whether the client of a request served by `@hono/node-server` has gone away (its socket
- * closed before the response finished); undefined on other runtimes.
- */
-export function nodeClientGone(c: Context): boolean | undefined {
-  const bindings = nodeBindings(c)
-  if (bindings === undefined) return undefined
-  return (
-    bindings.incoming?.socket?.destroyed === true && bindings.outgoing?.writableFinished !== true
-  )
 }
 
 /** `getConnInfo` of `@hono/node-server` once loaded; null when it could not be loaded. */

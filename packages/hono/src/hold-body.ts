@@ -1,7 +1,8 @@
 /**
  * Returns `res` with a body that calls `release` exactly once when the body has been read
  * to its end, cancelled (the client went away: the server cancels the stream) or failed;
- * at once when there is no body. A Hono middleware's `await next()` returns as soon as
+ * at once when there is no body. `release` may be a function or an object with
+ * `done(gone)` (a pipeline outcome), which learns whether the client went away. A Hono middleware's `await next()` returns as soon as
  * the handler has produced its `Response`, long before a streamed body is sent, so this
  * is how a bulkhead holds its slot for the whole response where there is no Node response
  * to watch (Bun, Deno, Workers, `app.request()`).
@@ -12,13 +13,23 @@
  * @example
  * ```ts
  * await next()
- * c.res = holdUntilSent(c.res, decision.release)
+ * c.res = holdUntilSent(c.res, () => slot.release())
  * ```
  */
-export function holdUntilSent(res: Response, release: () => void): Response {
+export function holdUntilSent(
+  res: Response,
+  release: (() => void) | { done(gone: boolean): void },
+): Response {
+  let released = false
+  const end = (gone: boolean) => {
+    if (released) return
+    released = true
+    if (typeof release === 'function') release()
+    else release.done(gone)
+  }
   const source = res.body
   if (source === null) {
-    release()
+    end(false)
     return res
   }
   const reader = source.getReader()
@@ -29,19 +40,19 @@ export function holdUntilSent(res: Response, release: () => void): Response {
         try {
           chunk = await reader.read()
         } catch (error) {
-          release()
+          end(false)
           controller.error(error)
           return
         }
         if (chunk.done) {
-          release()
+          end(false)
           controller.close()
         } else {
           controller.enqueue(chunk.value)
         }
       },
       cancel(reason) {
-        release()
+        end(true)
         return reader.cancel(reason)
       },
     },

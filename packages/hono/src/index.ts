@@ -1,13 +1,20 @@
+/**
+ * Rate limits and bulkheads for Hono 4, on Node (`@hono/node-server`), Bun, Deno and
+ * Cloudflare Workers: `rateLimit()`, `bulkhead()`, `@RateLimit()` and `@Bulkhead()`, with
+ * standard RateLimit headers. Re-exports what its users need from `@sluice/http`.
+ *
+ * @module
+ */
 export {
   addressKey,
-  type BulkheadDecision,
+  type BlockOptions,
   type Decision,
   FALLBACK_KEY,
   type HeaderMode,
   type IpKeyOptions,
   type KeyExtractor,
+  type KeyState,
   keys,
-  type Lease,
   type LimitedBody,
   type MaybePromise,
   type MemoryStore,
@@ -15,12 +22,10 @@ export {
   memoryStore,
   type Policy,
   type PolicyOptions,
-  type PolicyResult,
   type RateAlgorithm,
   type RateLimitInfo,
   type Store,
-  type TakeResult,
-  type WaitOptions,
+  type WaitingOptions,
 } from '@sluice/http'
 export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkhead'
 export type { GetIp } from './client-address'

@@ -1,8 +1,8 @@
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type Store } from '@sluice/http'
+import { until } from '@sluice/http/testing'
 import { type Context, Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { until } from '@sluice/http/testing'
 import { rateLimit } from './rate-limit'
 import type { RateLimitEnv } from './variables'
 
@@ -33,7 +33,7 @@ describe('rateLimit (hono)', () => {
     })
     expect(limiter.name).toBe('rateLimit')
     expect(limiter.store).toBe(store)
-    expect(limiter.policies.map((p) => p.name)).toEqual(['default'])
+    expect(limiter.policies.map((p) => p.name)).toEqual(['2-per-1m-fixed-window'])
     const app = new Hono().get('/', limiter, ok)
     expect(await (await app.request('/')).json()).toEqual({ remaining: 1 })
     await app.request('/')
@@ -43,7 +43,12 @@ describe('rateLimit (hono)', () => {
       await refused.text(),
       refused.headers.get('content-type'),
       refused.headers.get('ratelimit'),
-    ]).toEqual([429, 'Too Many Requests', 'text/plain; charset=UTF-8', '"default";r=0;t=60'])
+    ]).toEqual([
+      429,
+      'Too Many Requests',
+      'text/plain; charset=utf-8',
+      '"2-per-1m-fixed-window";r=0;t=60',
+    ])
     await limiter.resetKey('global')
     expect((await app.request('/')).status).toBe(200)
   })
@@ -93,7 +98,10 @@ describe('rateLimit (hono)', () => {
     })
     // An unmatched path has no route: the path stands in.
     const missing = await app.request('/nowhere')
-    expect([missing.status, missing.headers.get('ratelimit')]).toEqual([404, '"default";r=4;t=60'])
+    expect([missing.status, missing.headers.get('ratelimit')]).toEqual([
+      404,
+      '"5-per-1m-fixed-window";r=4;t=60',
+    ])
     expect(store.size).toBe(2)
   })
 
@@ -144,7 +152,7 @@ describe('rateLimit (hono)', () => {
     await app.request('/')
     const refused = await app.request('/')
     expect([refused.status, await refused.json()]).toEqual([429, { retryIn: '10', same: true }])
-    expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=10')
+    expect(refused.headers.get('ratelimit')).toBe('"1-per-10s-fixed-window";r=0;t=10')
     expect(seen.map((d) => [d.allowed, d.retryAfterMs])).toEqual([[false, 10_000]])
   })
 
@@ -166,7 +174,7 @@ describe('rateLimit (hono)', () => {
     const admitted = await app.request('/')
     expect([await admitted.text(), admitted.headers.get('ratelimit')]).toEqual([
       'raw',
-      '"default";r=0;t=60',
+      '"1-per-1m-fixed-window";r=0;t=60',
     ])
     const refused = await app.request('/')
     expect([
@@ -174,7 +182,7 @@ describe('rateLimit (hono)', () => {
       await refused.text(),
       refused.headers.get('ratelimit-policy'),
       refused.headers.get('retry-after'),
-    ]).toEqual([429, 'slow down', '"default";q=1;w=60', '60'])
+    ]).toEqual([429, 'slow down', '"1-per-1m-fixed-window";q=1;w=60', '60'])
   })
 
   it('onLimited may let a refused request through (a dry run)', async () => {
@@ -288,7 +296,7 @@ describe('rateLimit (hono)', () => {
     expect((await app.request('/')).status).toBe(200)
     await vi.waitFor(() => expect(spy).toHaveBeenCalledTimes(1))
     expect(spy.mock.calls[0]).toEqual([
-      'rateLimit: refundWhen or store.refund failed after the response: Error: refund store down',
+      'rateLimit: refundWhen or store.refund failed after the response: Error: refund store down (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_REFUND_FAILED.md)',
       { type: 'SluiceWarning', code: 'ERR_SLUICE_REFUND_FAILED' },
     ])
   })
@@ -301,6 +309,7 @@ describe('rateLimit (hono)', () => {
       release: async (...args) => store.release(...args),
       get: async (...args) => store.get(...args),
       reset: async (...args) => store.reset(...args),
+      resetAll: async () => store.resetAll(),
     }
     const app = new Hono().get(
       '/',
@@ -314,16 +323,18 @@ describe('rateLimit (hono)', () => {
 
   it('validates options at construction, naming the option', () => {
     expect(() => rateLimit({ windowMs: 60_000 } as never)).toThrow(
-      new TypeError('rateLimit: unknown option "windowMs" (did you mean "window"?)'),
+      new TypeError(
+        `rateLimit: unknown option "windowMs" (use "window": milliseconds or a string such as '15m')`,
+      ),
     )
     expect(() => rateLimit({ limit: 0 })).toThrow(
       new RangeError('rateLimit: "limit" must be a positive integer, got 0'),
     )
     expect(() => rateLimit({ getIp: 'x-real-ip' as never })).toThrow(
-      new TypeError('rateLimit: "getIp" must be a function, got string'),
+      new TypeError('rateLimit: "getIp" must be a function, got "x-real-ip"'),
     )
     expect(() => rateLimit({ onLimited: 'nope' as never })).toThrow(
-      new TypeError('rateLimit: "onLimited" must be a function, got string'),
+      new TypeError('rateLimit: "onLimited" must be a function, got "nope"'),
     )
     expect(() => rateLimit({ validate: { trustProxy: false } as never })).toThrow(
       new TypeError(

@@ -1,29 +1,18 @@
+import { readFunction } from '@sluice/core/validation'
+import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
 import {
-  type Decision,
   type RateLimitOptions as HttpRateLimitOptions,
-  type MaybePromise,
-  type Policy,
   RateLimitEngine,
-  type Store,
-} from '@sluice/http'
+} from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import {
-  answerWith,
-  clientGone,
-  honoRequest,
-  honoResponse,
-  isGone,
-  type MiddlewareResult,
-  refuse,
-  restoreHeaders,
-} from './accessors'
+import { answer, honoRequest, honoResponse, type MiddlewareResult, settle } from './accessors'
 import { defaultIp, defaultIpReady, type GetIp } from './client-address'
 import { type ValidateOption, Validations } from './validations'
 import type { RateLimitEnv } from './variables'
 
 /**
- * Options of {@link rateLimit}: the options every sluice adapter shares (DESIGN §4), with
- * Hono's `c` as both the request and the response of the callbacks (so
+ * Options of {@link rateLimit}: the options every sluice adapter shares, with Hono's `c`
+ * as both the request and the response of the callbacks (so
  * `refundWhen: (c) => c.res.status < 400`), plus `getIp`, `onLimited` and `validate`.
  */
 export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context> {
@@ -49,26 +38,24 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 
 /** The middleware `rateLimit()` returns: a Hono middleware with a few handles on its state. */
 export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & {
-  /** The validated policies, in the order given. */
+  /** The policies (for limits that depend on the request: those met so far). */
   readonly policies: readonly Policy[]
   /** Where the per-key state lives. */
   readonly store: Store
-  /** Forgets a key's state under this middleware's policies. */
+  /** Each policy's state for `key`, taking nothing. */
+  get(key: string): MaybePromise<readonly KeyState[]>
+  /** Forgets a key's state (and any block) under this middleware's policies. */
   resetKey(key: string): MaybePromise<void>
 }
 
-/** Checks `getIp` and builds the request accessors around it (or the default). */
+/** Checks `getIp` and returns it, or the default reader that warns when it finds nothing. */
 export function clientAddress(
   factory: string,
   getIp: GetIp | undefined,
   validations: Validations,
 ): GetIp {
-  if (getIp !== undefined) {
-    if (typeof getIp !== 'function') {
-      throw new TypeError(`${factory}: "getIp" must be a function, got ${typeof getIp}`)
-    }
-    return getIp
-  }
+  const given = readFunction(factory, 'getIp', getIp)
+  if (given !== undefined) return given
   return (c) => {
     const address = defaultIp(c)
     if (address === undefined) validations.noAddress()
@@ -103,10 +90,7 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
     'rateLimit',
     ['getIp', 'onLimited', 'validate'],
   )
-  const { onLimited } = options
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new TypeError(`rateLimit: "onLimited" must be a function, got ${typeof onLimited}`)
-  }
+  const onLimited = readFunction('rateLimit', 'onLimited', options.onLimited)
   const usesDefaultIp = options.getIp === undefined
 
   async function rateLimit(c: Context<RateLimitEnv>, next: Next): Promise<Response | undefined> {
@@ -115,38 +99,18 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
       const ready = defaultIpReady(c)
       if (ready !== undefined) await ready
     }
-    let decision: Decision | undefined
-    try {
-      const decided = engine.decide(c, c)
-      decision = decided instanceof Promise ? await decided : decided
-    } catch (error) {
-      // A client that left while its request waited has nobody to answer.
-      if (isGone(c)) return clientGone()
-      throw error
-    }
-    if (decision === undefined) {
-      await next()
-      return undefined
-    }
-    c.set('rateLimit', decision)
-    engine.writeHeaders(c, decision)
-    if (decision.allowed) {
-      await next()
-      restoreHeaders(c)
-      // The status is final once the handler has answered; a client that already left is
-      // never refunded.
-      if (engine.refunds && !isGone(c)) engine.settleAfterResponse(c, c, decision)
-      return undefined
-    }
-    honoResponse.setHeader(c, 'Retry-After', engine.retryAfter(decision))
-    if (onLimited !== undefined) return answerWith(c, await onLimited(c, next, decision))
-    const body = engine.message(c, c)
-    return refuse(c, engine.statusCode, body instanceof Promise ? await body : body)
+    const outcome = await settle(c, engine.admit(c, c))
+    if (outcome instanceof Response) return outcome
+    if (outcome.decision !== undefined) c.set('rateLimit', outcome.decision)
+    return answer(c, next, outcome, onLimited, false)
   }
 
   return Object.assign(rateLimit, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
+    get: (key: string) => engine.get(key),
     resetKey: (key: string) => engine.resetKey(key),
   })
 }

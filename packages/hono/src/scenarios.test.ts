@@ -1,15 +1,16 @@
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { getConnInfo } from '@hono/node-server/conninfo'
-import { type Context, Hono, type MiddlewareHandler } from 'hono'
-import { stream } from 'hono/streaming'
 import {
   type AdapterHarness,
   type AppSpec,
   type HandlerSpec,
   type MiddlewareSpec,
+  middlewareMemo,
   runAdapterScenarios,
 } from '@sluice/http/testing'
+import { type Context, Hono, type MiddlewareHandler } from 'hono'
+import { stream } from 'hono/streaming'
 import { bulkhead } from './bulkhead'
 import type { GetIp } from './client-address'
 import { rateLimit } from './rate-limit'
@@ -59,10 +60,11 @@ export const honoHarness: AdapterHarness = {
     const app = new Hono()
     // Hono's default onError also prints the error; the 'throw' scenario fails on purpose.
     app.onError((_error, c) => c.text('Internal Server Error', 500))
-    for (const use of spec.use ?? []) app.use(middleware(use, trustProxy))
+    const built = middlewareMemo((use) => middleware(use, trustProxy))
+    for (const use of spec.use ?? []) app.use(built.get(use))
     for (const route of spec.routes) {
       const [first, ...rest] = [
-        ...(route.use ?? []).map((use) => middleware(use, trustProxy)),
+        ...(route.use ?? []).map((use) => built.get(use)),
         handler(route.handler),
       ]
       app.on(route.method.toUpperCase(), route.path, first!, ...rest)
@@ -77,6 +79,7 @@ export const honoHarness: AdapterHarness = {
     })
     return {
       port,
+      middleware: (use: MiddlewareSpec) => built.get(use),
       close: () =>
         new Promise<void>((resolve) => {
           if ('closeAllConnections' in server) server.closeAllConnections()

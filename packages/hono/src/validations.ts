@@ -1,4 +1,4 @@
-import { emitWarning, enabledChecks, type ValidateOption as Switches } from '@sluice/http'
+import { emitWarning, enabledChecks, type ValidateOption as Switches } from '@sluice/http/adapter'
 import type { Context } from 'hono'
 import { rawHeader } from './client-address'
 

@@ -65,8 +65,8 @@ const given = new Set<string>()
 /**
  * Reports a legal but suspicious setup, or a failure that has no request left to fail, as
  * a `SluiceWarning` with a stable `code` and a link to its help page. It logs rather than
- * throws: a misconfigured proxy must not take the service down. The same message is given
- * once per process. Uses `process.emitWarning` where there is one (Node, Bun, Deno), so
+ * throws: a misconfigured proxy must not take the service down. The same warning is given
+ * once per process, whichever middleware meets it. Uses `process.emitWarning` where there is one (Node, Bun, Deno), so
  * `--no-warnings` and `process.on('warning')` apply, and `console.warn` elsewhere (a
  * Cloudflare Worker without `nodejs_compat`).
  *
@@ -77,8 +77,11 @@ const given = new Set<string>()
  */
 export function emitWarning(factory: string, code: string, message: string): void {
   const text = `${factory}: ${message} (see ${HELP}${code}.md)`
-  if (given.has(text)) return
-  given.add(text)
+  // Keyed without the factory: a proxy warning is about the app, not about which of its
+  // middlewares (rateLimit, bulkhead) saw the request first.
+  const key = `${code}\u0000${message}`
+  if (given.has(key)) return
+  given.add(key)
   const host = (globalThis as { process?: Partial<WarningProcess> }).process
   if (typeof host?.emitWarning === 'function') {
     host.emitWarning(text, { type: 'SluiceWarning', code })
