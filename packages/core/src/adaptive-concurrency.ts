@@ -587,13 +587,15 @@ export function adaptiveConcurrency(
   requireOptions(factory, options)
   const algorithm = readAlgorithm(factory, options.algorithm)
   const { knobs, build } = ALGORITHMS[algorithm]
-  for (const other of Object.keys(ALGORITHMS) as AdaptiveAlgorithm[]) {
-    for (const knob of ALGORITHMS[other].knobs) {
-      if (other !== algorithm && !knobs.includes(knob) && Object.hasOwn(options, knob)) {
-        throw new TypeError(
-          `${factory}: option "${knob}" belongs to algorithm "${other}", not "${algorithm}"`,
-        )
-      }
+  for (const name of Object.keys(options)) {
+    if (knobs.includes(name)) continue
+    const owners = (Object.keys(ALGORITHMS) as AdaptiveAlgorithm[]).filter((other) =>
+      ALGORITHMS[other].knobs.includes(name),
+    )
+    if (owners.length > 0) {
+      throw new TypeError(
+        `${factory}: option "${name}" is for algorithm ${owners.map((o) => `"${o}"`).join(' or ')}, not "${algorithm}"`,
+      )
     }
   }
   checkOptionNames(factory, options, [...COMMON_OPTIONS, ...knobs], RENAMED)
