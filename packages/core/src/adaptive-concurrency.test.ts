@@ -597,6 +597,15 @@ describe('adaptiveConcurrency options', () => {
     expect(() => adaptiveConcurrency(options as never)).toThrow(ErrorClass)
   })
 
+  it("refuses another algorithm's knob when type-checked too", () => {
+    // @ts-expect-error: alpha is a Vegas knob, and the default algorithm is Gradient2
+    expect(() => adaptiveConcurrency({ alpha: 2 })).toThrow(TypeError)
+    // @ts-expect-error: backoffRatio is an AIMD knob
+    expect(() => adaptiveConcurrency({ algorithm: 'vegas', backoffRatio: 0.8 })).toThrow(TypeError)
+    // @ts-expect-error: a misspelt option
+    expect(() => adaptiveConcurrency({ maxLimt: 10 })).toThrow(TypeError)
+  })
+
   it('accepts every option of its algorithm', () => {
     const common = {
       initial: 10,

@@ -20,9 +20,10 @@ export const AIMD_OPTIONS = ['backoffRatio', 'tolerance'] as const
  * trip: a congested window (a drop, or latency over `tolerance ×` the no-load latency)
  * multiplies the limit by `backoffRatio` (always at least 1 less); any other window that
  * used at least half the limit adds 1. Netflix's AIMD steps on every request and sees only
- * drops (timeouts): it keeps growing until requests time out, long after latency has
- * become unacceptable; the latency bound is our `tolerance`, the step per window keeps
- * growth at one request per round trip however high the request rate.
+ * drops and requests over a fixed timeout (5 s): under overload it keeps growing until
+ * requests reach that timeout, long after latency has become unacceptable. The bound
+ * relative to the no-load latency is our `tolerance`; stepping per window keeps growth at
+ * one request per window however high the request rate.
  */
 export function aimd(factory: string, options: AimdOptions): LimitUpdate {
   const backoffRatio = readNumber(
