@@ -41,6 +41,11 @@ function rule(y: number, ticks: number, color: string, dashed: boolean): string 
 /**
  * The limit and the p99 latency of each adaptive algorithm over the simulated run, as
  * an SVG document in the demo's chart style (small multiples, one panel per algorithm).
+ *
+ * @example
+ * ```ts
+ * writeFileSync('docs/adaptive-concurrency.svg', renderAdaptiveSvg(runAdaptive(), ALGORITHM_IDS))
+ * ```
  */
 export function renderAdaptiveSvg(results: ChartInput, ids: readonly string[]): string {
   const { scenario, noLoadP99Ms } = results

@@ -37,6 +37,7 @@ export interface RobustnessCell {
   readonly met: boolean
 }
 
+/** Everything section 5 of RESULTS.md and the chart are drawn from. */
 export interface AdaptiveResults {
   readonly scenario: Scenario
   readonly noLoadP99Ms: number
@@ -46,16 +47,40 @@ export interface AdaptiveResults {
 
 const noLimit = ADAPTIVE_CONTENDERS.find((c) => c.id === 'none') as Contender
 
-/** The p99 latency with no limit at a tenth of capacity: what the downstream does unloaded. */
+/**
+ * The p99 latency with no limit at a tenth of capacity: what the downstream does unloaded.
+ *
+ * @example
+ * ```ts
+ * noLoadP99(ADAPTIVE_SCENARIO) // 45.8 ms for exponential 10 ms service
+ * ```
+ */
 export function noLoadP99(scenario: Scenario): number {
   return simulate({ ...scenario, load: 0.1 }, noLimit).p99Ms
 }
 
+/**
+ * Whether a run meets both of the issue's targets.
+ *
+ * @example
+ * ```ts
+ * meetsTargets(0.995, 1.12) // true
+ * meetsTargets(1.0, 3.0)    // false: too much queueing
+ * ```
+ */
 export function meetsTargets(goodput: number, p99Ratio: number): boolean {
   return goodput >= ADAPTIVE_TARGETS.goodput && p99Ratio <= ADAPTIVE_TARGETS.p99Ratio
 }
 
-/** Runs every contender through `scenario`, scored against its no-load p99. */
+/**
+ * Runs every contender through `scenario`, scored against its no-load p99.
+ *
+ * @example
+ * ```ts
+ * const { scored } = runScenario({ ...ADAPTIVE_SCENARIO, workers: 8, durationMs: 10_000 })
+ * scored.filter((s) => s.met).map((s) => s.run.contender.id) // fixed-right, gradient2, vegas, aimd
+ * ```
+ */
 export function runScenario(
   scenario: Scenario,
   contenders: readonly Contender[] = ADAPTIVE_CONTENDERS,
@@ -74,6 +99,12 @@ export function runScenario(
  * that is right for each downstream and the three algorithms at their defaults on
  * downstreams of 4 to 128 workers, worst of three seeds. Simulated: the figures are the
  * same on every machine.
+ *
+ * @example
+ * ```ts
+ * const results = runAdaptive(console.error)
+ * console.log(renderAdaptiveSection(results))
+ * ```
  */
 export function runAdaptive(log: (line: string) => void = () => {}): AdaptiveResults {
   const scenario = ADAPTIVE_SCENARIO

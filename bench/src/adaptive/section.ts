@@ -18,6 +18,11 @@ function settled(limits: readonly number[]): string {
 /**
  * The "Adaptive concurrency (issue 16)" section of RESULTS.md, body only (the caller
  * writes the heading): scenario, main table, robustness table, method.
+ *
+ * @example
+ * ```ts
+ * out.push('## 5. Adaptive concurrency (issue 16)', '', renderAdaptiveSection(runAdaptive()))
+ * ```
  */
 export function renderAdaptiveSection(results: AdaptiveResults): string {
   const { scenario, noLoadP99Ms } = results
