@@ -394,7 +394,7 @@ describe('adaptiveConcurrency', () => {
       vi.unstubAllGlobals()
     })
 
-    it('a listener that throws fails neither the release nor the limiter', () => {
+    it('a listener that throws fails neither the release, the limiter nor other listeners', () => {
       const later: (() => void)[] = []
       vi.stubGlobal('queueMicrotask', (task: () => void) => later.push(task))
       const clock = new ManualClock()
@@ -405,11 +405,31 @@ describe('adaptiveConcurrency', () => {
           throw new Error('listener bug')
         },
       })
+      const heard: number[] = []
+      limiter.subscribe(({ limit }) => heard.push(limit))
       const permit = limiter.tryEnter() as AdaptivePermit
       expect(() => permit.release()).not.toThrow()
-      expect([limiter.limit, limiter.inFlight]).toEqual([20, 0])
+      expect([limiter.limit, limiter.inFlight, heard]).toEqual([20, 0, [20]])
       expect(later).toHaveLength(1)
       expect(() => later[0]?.()).toThrow('listener bug')
+    })
+
+    it('subscribe adds a listener after creation, until its unsubscribe is called', () => {
+      const { clock, changes, limiter } = setup({ probeInterval: '1s', probeJitter: 0 })
+      const heard: string[] = []
+      const listener = (change: LimitChange) => heard.push(`${change.reason} ${change.limit}`)
+      const unsubscribe = limiter.subscribe(listener)
+      limiter.subscribe(listener)
+      finishProbe(limiter, clock, 10)
+      unsubscribe()
+      unsubscribe()
+      clock.advance(1000)
+      limiter.tryEnter()
+      expect(heard).toEqual(['probed 20'])
+      expect(changes.map((c) => `${c.reason} ${c.limit}`)).toEqual(['probed 20', 'probe 3'])
+      expect(() => limiter.subscribe('log' as never)).toThrow(
+        new TypeError('adaptiveConcurrency.subscribe: "listener" must be a function, got "log"'),
+      )
     })
   })
 

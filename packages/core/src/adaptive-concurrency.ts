@@ -81,8 +81,9 @@ export interface AdaptiveConcurrencyCommonOptions extends CommonOptions {
   /** Requests admitted during a probe whose mean latency becomes the no-load latency. Default 50. */
   probeSamples?: number
   /**
-   * Called synchronously whenever the limit moves. A listener that throws does not
-   * disturb the limiter: its error is rethrown from a microtask.
+   * Called synchronously whenever the limit moves (`subscribe` adds more listeners later).
+   * A listener that throws does not disturb the limiter: its error is rethrown from a
+   * microtask.
    */
   onLimitChange?: (change: LimitChange) => void
   /** Source of the probe jitter, in [0, 1). Default `Math.random`; inject one for repeatable runs. */
@@ -128,6 +129,12 @@ export interface AdaptiveConcurrencyLimiter extends ConcurrencyLimiter {
   readonly noLoadRtt: number | undefined
   /** Whether a probe is measuring the no-load latency now. */
   readonly probing: boolean
+  /**
+   * Calls `listener` on every later limit change, as `onLimitChange` does, for code that
+   * did not create the limiter (an HTTP layer publishing events). Returns a function that
+   * stops it. A function subscribed twice is called once.
+   */
+  subscribe(listener: (change: LimitChange) => void): () => void
   tryEnter(permits?: number): AdaptivePermit | undefined
   enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit>
 }
@@ -203,6 +210,7 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
   readonly maxQueue: number
   readonly #settings: Settings
   readonly #waiters = new Set<Waiter>()
+  readonly #listeners = new Set<(change: LimitChange) => void>()
   #held = 0
   /** The algorithm's real-valued limit; the live limit is its floor outside probes. */
   #estimate: number
@@ -231,6 +239,7 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
     this.#estimate = settings.initial
     // Like Envoy, start by measuring: no algorithm can judge latency before it knows the no-load one.
     this.#limit = settings.probeLimit
+    if (settings.onLimitChange !== undefined) this.#listeners.add(settings.onLimitChange)
   }
 
   get limit(): number {
@@ -279,6 +288,18 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
     const now = this.#settings.clock.now()
     this.#maybeStartProbe(now)
     return this.#take(permits) ? new SampledPermit(this, permits, now, this.#probe) : undefined
+  }
+
+  subscribe(listener: (change: LimitChange) => void): () => void {
+    if (typeof listener !== 'function') {
+      throw new TypeError(
+        `adaptiveConcurrency.subscribe: "listener" must be a function, got ${describe(listener)}`,
+      )
+    }
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit> {
@@ -386,8 +407,7 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
     if (limit === previous) return
     this.#limit = limit
     if (limit > previous && this.#waiters.size !== 0) this.#drain()
-    const listener = this.#settings.onLimitChange
-    if (listener === undefined) return
+    if (this.#listeners.size === 0) return
     const change: LimitChange = {
       limit,
       previous,
@@ -396,13 +416,16 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
       ...(rtt === undefined ? {} : { rtt }),
       ...(this.#noLoadRtt === undefined ? {} : { noLoadRtt: this.#noLoadRtt }),
     }
-    try {
-      listener(change)
-    } catch (error) {
-      // The limiter's state is already consistent; a listener's bug must not fail a release.
-      queueMicrotask(() => {
-        throw error
-      })
+    for (const listener of this.#listeners) {
+      try {
+        listener(change)
+      } catch (error) {
+        // The limiter's state is already consistent; a listener's bug must not fail a
+        // release, nor keep the other listeners from hearing of the change.
+        queueMicrotask(() => {
+          throw error
+        })
+      }
     }
   }
 
