@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { runAdaptive } from './adaptive/run'
 import { DECISION_SCENARIOS, QUICK } from './config'
 import {
   contendersFor,
@@ -35,6 +36,9 @@ async function main(): Promise<void> {
 
   log(`\n[${elapsed()}] Exactness`)
   const exactness = await runExactness()
+
+  log(`\n[${elapsed()}] Adaptive concurrency (simulated)`)
+  const adaptive = runAdaptive(log)
 
   const decision: ScenarioResult[] = []
   for (const scenario of DECISION_SCENARIOS) {
@@ -76,6 +80,7 @@ async function main(): Promise<void> {
     versions: measuredVersions(),
     decision,
     exactness,
+    adaptive,
     http,
     targets,
     evidence: { cpu, heap },

@@ -1,3 +1,5 @@
+import type { AdaptiveResults } from './adaptive/run'
+import { renderAdaptiveSection } from './adaptive/section'
 import { EXACT_RATE, HOT_RATE, HTTP, KEYED_RATE, PACED_RATE, QUICK } from './config'
 import { WARM_UP_MS } from './contenders'
 import type { ScenarioResult } from './decision'
@@ -20,6 +22,7 @@ export interface BenchReport {
   readonly versions: readonly { name: string; version: string; role: string }[]
   readonly decision: readonly ScenarioResult[]
   readonly exactness: readonly ExactnessResult[]
+  readonly adaptive: AdaptiveResults
   readonly http: readonly AppResult[]
   readonly targets: readonly TargetRow[]
   readonly evidence: Evidences
@@ -307,6 +310,9 @@ export function renderReport(report: BenchReport): string {
     'How time was simulated: sluice limiters take a `clock`, so each runs on a `ManualClock` set to every request time. The floor and the peers read `Date.now()` (express-rate-limit, hono-rate-limiter, rate-limiter-flexible), `process.hrtime()` (koa-ratelimit, which also reads its time base once at load, so it is loaded afresh inside the fake clock) or `performance.now()` (limiter, the floor), and expire state with `setTimeout`/`setInterval`; they run under @sinonjs/fake-timers with all of those faked, starting on a whole second, and the clock is ticked to each request time, so their timers fire in order exactly as they would in real time. No real time passes, so the numbers are exact and repeatable.',
   )
   out.push('')
+  out.push('## 5. Adaptive concurrency (issue 16)')
+  out.push('')
+  out.push(renderAdaptiveSection(report.adaptive))
   out.push('## Why targets were missed')
   out.push('')
   out.push(evidenceSection(report))

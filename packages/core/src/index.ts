@@ -1,5 +1,19 @@
-export { ALGORITHMS, algorithmDefinition, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
+export {
+  type AdaptiveAlgorithm,
+  type AdaptiveConcurrencyCommonOptions,
+  type AdaptiveConcurrencyLimiter,
+  type AdaptiveConcurrencyOptions,
+  type AdaptivePermit,
+  type AimdOptions,
+  adaptiveConcurrency,
+  type Gradient2Options,
+  type LimitChange,
+  type LimitChangeReason,
+  type PermitOutcome,
+  type VegasOptions,
+} from './adaptive-concurrency'
 export type { AlgorithmDefinition } from './algorithm'
+export { ALGORITHMS, algorithmDefinition, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
 export { type BulkheadedOptions, bulkheaded } from './bulkheaded'
 export { ManualClock, systemClock } from './clock'
 export { isCompact } from './compact'

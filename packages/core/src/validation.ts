@@ -150,14 +150,16 @@ export function readOptions<T extends object>(
   const names: ReadonlySet<string> = known instanceof Set ? known : new Set(known)
   for (const name of Object.keys(value)) {
     if (names.has(name)) continue
-    const hint = Object.hasOwn(hints, name) ? hints[name] : undefined
-    const closest = hint === undefined ? suggest(name, names) : undefined
+    // A misspelt name of another library's option gets that option's advice too.
+    const closest = Object.hasOwn(hints, name)
+      ? name
+      : suggest(name, [...names, ...Object.keys(hints)])
     const advice =
-      hint !== undefined
-        ? ` (${hint})`
-        : closest !== undefined
-          ? ` (did you mean "${closest}"?)`
-          : ''
+      closest === undefined
+        ? ''
+        : Object.hasOwn(hints, closest)
+          ? ` (${hints[closest]})`
+          : ` (did you mean "${closest}"?)`
     throw new TypeError(`${factory}: unknown option "${name}"${advice}`)
   }
   return value

@@ -1,0 +1,104 @@
+import type { AdaptiveResults } from './run'
+
+/** What the chart draws: the main scenario's runs. */
+export type ChartInput = Pick<AdaptiveResults, 'scenario' | 'noLoadP99Ms' | 'scored'>
+
+const LEFT = 130
+const TOP = 34
+const X_STEP = 4
+const PLOT_H = 70
+const PANEL_H = 2 * PLOT_H + 52
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
+/** Polylines through the finite points; a gap (no completions in a tick) breaks the line. */
+function lines(values: readonly number[], y: (v: number) => number, color: string): string[] {
+  const out: string[] = []
+  let points: string[] = []
+  const flush = () => {
+    if (points.length > 1) {
+      out.push(
+        `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points.join(' ')}"/>`,
+      )
+    }
+    points = []
+  }
+  values.forEach((value, tick) => {
+    if (Number.isFinite(value)) points.push(`${LEFT + tick * X_STEP},${y(value).toFixed(1)}`)
+    else flush()
+  })
+  flush()
+  return out
+}
+
+function rule(y: number, ticks: number, color: string, dashed: boolean): string {
+  const dash = dashed ? ' stroke-dasharray="4 3"' : ''
+  return `<line x1="${LEFT}" y1="${y.toFixed(1)}" x2="${LEFT + ticks * X_STEP}" y2="${y.toFixed(1)}" stroke="${color}"${dash}/>`
+}
+
+/**
+ * The limit and the p99 latency of each adaptive algorithm over the simulated run, as
+ * an SVG document in the demo's chart style (small multiples, one panel per algorithm).
+ *
+ * @example
+ * ```ts
+ * writeFileSync('docs/adaptive-concurrency.svg', renderAdaptiveSvg(runAdaptive(), ALGORITHM_IDS))
+ * ```
+ */
+export function renderAdaptiveSvg(results: ChartInput, ids: readonly string[]): string {
+  const { scenario, noLoadP99Ms } = results
+  const runs = ids.map((id) => {
+    const found = results.scored.find((s) => s.run.contender.id === id)
+    if (found === undefined) throw new Error(`no run for contender ${id}`)
+    return found.run
+  })
+  const ticks = Math.max(...runs.map((r) => r.timeline.limit.length))
+  const limitTop = Math.ceil(Math.max(...runs.flatMap((r) => r.timeline.limit)) / 20) * 20
+  const latencyTop = 3 * noLoadP99Ms
+  const width = LEFT + ticks * X_STEP + 30
+  const height = TOP + runs.length * PANEL_H + 34
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`,
+    '<title>Adaptive concurrency: the limit and the p99 latency of each algorithm under 3× overload</title>',
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${LEFT}" y="20" font-size="13" font-weight="bold">${escapeXml(`Adaptive limits at their defaults, ${scenario.workers} workers × ${scenario.serviceMs} ms offered ${scenario.load}× their capacity (simulated, 250 ms ticks)`)}</text>`,
+  ]
+  runs.forEach((run, index) => {
+    const limitBase = TOP + index * PANEL_H + PLOT_H + 10
+    const latencyBase = limitBase + PLOT_H + 16
+    const limitY = (v: number) => limitBase - (Math.min(v, limitTop) / limitTop) * PLOT_H
+    const latencyY = (v: number) => latencyBase - (Math.min(v, latencyTop) / latencyTop) * PLOT_H
+    out.push('<g>')
+    out.push(
+      `<text x="8" y="${limitBase - PLOT_H + 12}" font-weight="bold">${escapeXml(run.contender.id)}</text>`,
+      `<text x="8" y="${limitBase - PLOT_H / 2 + 4}" fill="#0b7285">limit (0–${limitTop})</text>`,
+      `<text x="8" y="${latencyBase - PLOT_H / 2 + 4}" fill="#d9480f">p99 latency</text>`,
+      `<text x="8" y="${latencyBase - PLOT_H / 2 + 18}" fill="#495057">(0–${latencyTop.toFixed(0)} ms)</text>`,
+      rule(limitY(scenario.workers), ticks, '#868e96', true),
+      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(limitY(scenario.workers) + 4).toFixed(1)}" fill="#495057">C</text>`,
+      rule(latencyY(noLoadP99Ms), ticks, '#ced4da', false),
+      rule(latencyY(2 * noLoadP99Ms), ticks, '#868e96', true),
+      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(latencyY(2 * noLoadP99Ms) + 4).toFixed(1)}" fill="#495057">2×</text>`,
+      ...lines(run.timeline.limit, limitY, '#1098ad'),
+      ...lines(run.timeline.p99Ms, latencyY, '#e8590c'),
+      rule(limitBase, ticks, '#868e96', false),
+      rule(latencyBase, ticks, '#868e96', false),
+    )
+    out.push('</g>')
+  })
+  const axisY = TOP + runs.length * PANEL_H - 8
+  const ticksPerTenSeconds = 10_000 / scenario.tickMs
+  for (let tick = 0; tick <= ticks; tick += ticksPerTenSeconds) {
+    out.push(
+      `<text x="${LEFT + tick * X_STEP}" y="${axisY + 14}" text-anchor="middle" fill="#495057">${(tick * scenario.tickMs) / 1000}s</text>`,
+    )
+  }
+  out.push(
+    `<text x="${width - 20}" y="${height - 6}" text-anchor="end" fill="#495057">${escapeXml(`dashed: C = ${scenario.workers} workers, and the target of 2× the no-load p99 (${noLoadP99Ms.toFixed(1)} ms, solid grey) · each limit starts at 3 while the first probe measures the no-load latency; a dip back to 3 is a re-measurement`)}</text>`,
+    '</svg>',
+    '',
+  )
+  return out.join('\n')
+}

@@ -1,0 +1,611 @@
+import { AIMD_OPTIONS, type AimdOptions, aimd } from './adaptive/aimd'
+import { GRADIENT2_OPTIONS, type Gradient2Options, gradient2 } from './adaptive/gradient2'
+import { readNumber } from './adaptive/read-number'
+import type { LimitUpdate, SampleWindow } from './adaptive/sample-window'
+import { VEGAS_OPTIONS, type VegasOptions, vegas } from './adaptive/vegas'
+import { RateLimitError } from './errors'
+import { neverError } from './gcra'
+import { invalidPermits, isPermitCount, readWaitOptions } from './options'
+import type {
+  Clock,
+  CommonOptions,
+  ConcurrencyLimiter,
+  Duration,
+  Permit,
+  WaitOptions,
+} from './types'
+import {
+  describe,
+  readClock,
+  readFunction,
+  readInteger,
+  readName,
+  readOneOf,
+  readOptions,
+  readPositiveDuration,
+  readPositiveInteger,
+} from './validation'
+import { type Waitable, WaitQueue } from './wait-queue'
+
+export type { AimdOptions, Gradient2Options, VegasOptions }
+
+/** The algorithms {@link adaptiveConcurrency} can run. */
+export type AdaptiveAlgorithm = 'gradient2' | 'vegas' | 'aimd'
+
+/** Why the limit moved. */
+export type LimitChangeReason =
+  /** A sampling window closed and the algorithm moved the limit. */
+  | 'update'
+  /** A probe began: the limit drops to `probeConcurrency` to measure the no-load latency. */
+  | 'probe'
+  /** The probe ended: the limit is back to the algorithm's estimate. */
+  | 'probed'
+
+/** What `onLimitChange` receives each time the limit moves. */
+export interface LimitChange {
+  /** The new limit. */
+  readonly limit: number
+  /** The limit before. */
+  readonly previous: number
+  readonly algorithm: AdaptiveAlgorithm
+  readonly reason: LimitChangeReason
+  /** The closing window's mean latency in milliseconds (`'update'` only). */
+  readonly rtt?: number
+  /** The no-load latency the algorithm compares against, once measured. */
+  readonly noLoadRtt?: number
+}
+
+/** Options every algorithm of {@link adaptiveConcurrency} takes. */
+export interface AdaptiveConcurrencyCommonOptions extends CommonOptions {
+  /** The limit after the first no-load probe, clamped to [min, max]. Default 20. */
+  initial?: number
+  /** The limit never goes below this. Default 1. */
+  min?: number
+  /** The limit never goes above this. Default 1000 (Envoy's default too). */
+  max?: number
+  /** Callers that may wait in `enter`. Default 0. */
+  maxQueue?: number
+  /**
+   * Shortest sampling window: the limit moves at most once per window, and a window also
+   * lasts at least twice the no-load latency and 10 requests. Default `'100ms'`.
+   */
+  updateInterval?: Duration
+  /** Time between no-load probes, before jitter. Default `'30s'`. */
+  probeInterval?: Duration
+  /**
+   * Each probe starts up to this share of `probeInterval` late, at random, so processes
+   * started together do not all probe at once. In [0, 1]. Default 0.15.
+   */
+  probeJitter?: number
+  /** The limit while probing (clamped to [min, max]). Default 3. */
+  probeConcurrency?: number
+  /** Requests admitted during a probe whose mean latency becomes the no-load latency. Default 50. */
+  probeSamples?: number
+  /**
+   * Called synchronously whenever the limit moves (`subscribe` adds more listeners later).
+   * A listener that throws does not disturb the limiter: its error is rethrown from a
+   * microtask.
+   */
+  onLimitChange?: (change: LimitChange) => void
+  /** Source of the probe jitter, in [0, 1). Default `Math.random`; inject one for repeatable runs. */
+  random?: () => number
+}
+
+/** Options of {@link adaptiveConcurrency}: the common ones plus the chosen algorithm's knobs. */
+export type AdaptiveConcurrencyOptions = AdaptiveConcurrencyCommonOptions &
+  (
+    | ({ algorithm?: 'gradient2' } & Gradient2Options)
+    | ({ algorithm: 'vegas' } & VegasOptions)
+    | ({ algorithm: 'aimd' } & AimdOptions)
+  )
+
+/** How a request went, for the permit that covered it. */
+export interface PermitOutcome {
+  /** The request timed out, was shed downstream, or failed from overload (a 503, say). */
+  dropped?: boolean
+}
+
+/** A held slot of an adaptive limiter; its release records the request's latency. */
+export interface AdaptivePermit extends Permit {
+  /**
+   * Frees the permits and records one latency sample: the clock time since the permit
+   * was granted, and `outcome.dropped`. A second explicit call throws.
+   */
+  release(outcome?: PermitOutcome): void
+}
+
+/**
+ * A concurrency limiter whose limit follows the downstream's latency. Usable wherever a
+ * {@link ConcurrencyLimiter} is; `max` is the live limit, like `limit`.
+ */
+export interface AdaptiveConcurrencyLimiter extends ConcurrencyLimiter {
+  readonly algorithm: AdaptiveAlgorithm
+  /** The current limit: permits that may be in flight now. */
+  readonly limit: number
+  /** The same as `limit`, for code that reads a concurrency limiter's `max`. */
+  readonly max: number
+  readonly minLimit: number
+  readonly maxLimit: number
+  /** Mean latency of the last probe in milliseconds; `undefined` until the first ends. */
+  readonly noLoadRtt: number | undefined
+  /** Whether a probe is measuring the no-load latency now. */
+  readonly probing: boolean
+  /**
+   * Calls `listener` on every later limit change, as `onLimitChange` does, for code that
+   * did not create the limiter (an HTTP layer publishing events). Returns a function that
+   * stops it. A function subscribed twice is called once.
+   */
+  subscribe(listener: (change: LimitChange) => void): () => void
+  tryEnter(permits?: number): AdaptivePermit | undefined
+  enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit>
+}
+
+interface Settings {
+  readonly name: string
+  readonly algorithm: AdaptiveAlgorithm
+  readonly clock: Clock
+  readonly update: LimitUpdate
+  readonly initial: number
+  readonly min: number
+  readonly max: number
+  readonly maxQueue: number
+  readonly updateIntervalMs: number
+  readonly probeIntervalMs: number
+  readonly probeJitter: number
+  readonly probeLimit: number
+  readonly probeSamples: number
+  readonly onLimitChange: ((change: LimitChange) => void) | undefined
+  readonly random: () => number
+}
+
+/** Fewer samples than this say too little about a window's latency to act on (Netflix's default). */
+const MIN_WINDOW_SAMPLES = 10
+/** Envoy re-measures the no-load latency after this many windows in a row at the minimum limit. */
+const WINDOWS_AT_MIN_BEFORE_PROBE = 5
+
+class SampledPermit implements AdaptivePermit {
+  readonly permits: number
+  readonly startedAt: number
+  /** The probe this permit was granted in, or 0: only a probe's own requests measure it. */
+  readonly probe: number
+  #limiter: AdaptiveLimiter | undefined
+
+  constructor(limiter: AdaptiveLimiter, permits: number, startedAt: number, probe: number) {
+    this.#limiter = limiter
+    this.permits = permits
+    this.startedAt = startedAt
+    this.probe = probe
+  }
+
+  release(outcome?: PermitOutcome): void {
+    const limiter = this.#limiter
+    if (limiter === undefined) {
+      throw new Error(`adaptiveConcurrency: this permit (${this.permits}) was already released`)
+    }
+    this.#limiter = undefined
+    limiter.complete(this, outcome?.dropped === true)
+  }
+
+  // After an explicit release this is a no-op, so `using` plus an early release is safe.
+  [Symbol.dispose](): void {
+    if (this.#limiter !== undefined) this.release()
+  }
+}
+
+class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
+  readonly name: string
+  readonly algorithm: AdaptiveAlgorithm
+  readonly minLimit: number
+  readonly maxLimit: number
+  readonly maxQueue: number
+  readonly #settings: Settings
+  readonly #queue: WaitQueue
+  readonly #listeners = new Set<(change: LimitChange) => void>()
+  #held = 0
+  /** The algorithm's real-valued limit; the live limit is its floor outside probes. */
+  #estimate: number
+  #limit: number
+  #noLoadRtt: number | undefined
+  /** Number of the probe under way, 0 when none is. */
+  #probe = 1
+  #probesStarted = 1
+  #probeSum = 0
+  #probeCount = 0
+  #nextProbeAt = Number.POSITIVE_INFINITY
+  #windowStart = 0
+  #windowSum = 0
+  #windowCount = 0
+  #windowMaxInFlight = 0
+  #windowDropped = false
+  #windowsAtMin = 0
+
+  constructor(settings: Settings) {
+    this.#settings = settings
+    this.name = settings.name
+    this.algorithm = settings.algorithm
+    this.minLimit = settings.min
+    this.maxLimit = settings.max
+    this.maxQueue = settings.maxQueue
+    this.#estimate = settings.initial
+    // Like Envoy, start by measuring: no algorithm can judge latency before it knows the no-load one.
+    this.#limit = settings.probeLimit
+    if (settings.onLimitChange !== undefined) this.#listeners.add(settings.onLimitChange)
+    this.#queue = new WaitQueue(this, settings.clock)
+  }
+
+  get limit(): number {
+    return this.#limit
+  }
+
+  get max(): number {
+    return this.#limit
+  }
+
+  get inFlight(): number {
+    return this.#held
+  }
+
+  get queued(): number {
+    return this.#queue.size
+  }
+
+  get noLoadRtt(): number | undefined {
+    return this.#noLoadRtt
+  }
+
+  get probing(): boolean {
+    return this.#probe !== 0
+  }
+
+  tryAcquire(permits = 1): boolean {
+    if (permits !== 1 && !isPermitCount(permits)) {
+      throw invalidPermits('adaptiveConcurrency.tryAcquire', permits)
+    }
+    this.#maybeStartProbe(this.#settings.clock.now())
+    return this.#take(permits)
+  }
+
+  availablePermits(): number {
+    return Math.max(0, this.#limit - this.#held)
+  }
+
+  release(permits = 1): void {
+    if (!isPermitCount(permits)) throw invalidPermits('adaptiveConcurrency.release', permits)
+    this.#free(permits)
+  }
+
+  tryEnter(permits = 1): AdaptivePermit | undefined {
+    if (!isPermitCount(permits)) throw invalidPermits('adaptiveConcurrency.tryEnter', permits)
+    const now = this.#settings.clock.now()
+    this.#maybeStartProbe(now)
+    return this.#take(permits) ? new SampledPermit(this, permits, now, this.#probe) : undefined
+  }
+
+  subscribe(listener: (change: LimitChange) => void): () => void {
+    if (typeof listener !== 'function') {
+      throw new TypeError(
+        `adaptiveConcurrency.subscribe: "listener" must be a function, got ${describe(listener)}`,
+      )
+    }
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
+  }
+
+  async enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit> {
+    const method = 'adaptiveConcurrency.enter'
+    const { timeoutMs, signal } = readWaitOptions(method, options, ['permits'])
+    const permits = options?.permits ?? 1
+    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    signal?.throwIfAborted()
+    if (permits > this.maxLimit) throw neverError(this.name, permits, this.maxLimit)
+    const entered = this.tryEnter(permits)
+    if (entered !== undefined) return entered
+    if (this.#queue.size >= this.maxQueue) {
+      throw new RateLimitError('ERR_SLUICE_QUEUE_FULL', {
+        limiter: this.name,
+        message: `${this.name}: ${this.#limit} in flight and the wait queue is full (maxQueue ${this.maxQueue})`,
+      })
+    }
+    await this.#queue.wait(permits, timeoutMs, signal)
+    // Latency is the downstream's time: it starts when the permit is granted, not queued.
+    return new SampledPermit(this, permits, this.#settings.clock.now(), this.#probe)
+  }
+
+  /** For the wait queue: takes permits if they fit under the current limit. */
+  take(permits: number): boolean {
+    if (this.#held + permits > this.#limit) return false
+    this.#held += permits
+    if (this.#held > this.#windowMaxInFlight) this.#windowMaxInFlight = this.#held
+    return true
+  }
+
+  /** Time alone frees nothing: releases (and a rising limit) drain the queue. */
+  delay(): undefined {
+    return undefined
+  }
+
+  /** Called by a permit's release: frees its permits and records its latency. */
+  complete(permit: SampledPermit, dropped: boolean): void {
+    const now = this.#settings.clock.now()
+    const rtt = now - permit.startedAt
+    this.#free(permit.permits)
+    if (this.#probe !== 0) {
+      // Requests admitted before the probe ran at the old limit: they would measure the queue.
+      if (permit.probe === this.#probe) this.#addProbeSample(rtt, now)
+    } else {
+      this.#addWindowSample(rtt, dropped, now)
+    }
+  }
+
+  #take(permits: number): boolean {
+    // Released permits go to the queue head first; no barging past waiters.
+    return this.#queue.size === 0 && this.take(permits)
+  }
+
+  #free(permits: number): void {
+    // Over-release is a bug (a double release) that would silently raise the limit.
+    if (permits > this.#held) {
+      throw new RangeError(
+        `adaptiveConcurrency.release: cannot release ${permits} permit(s), only ${this.#held} held`,
+      )
+    }
+    this.#held -= permits
+    if (this.#queue.size !== 0) this.#queue.drain()
+  }
+
+  #maybeStartProbe(now: number): void {
+    if (now >= this.#nextProbeAt) this.#startProbe()
+  }
+
+  #startProbe(): void {
+    this.#probesStarted++
+    this.#probe = this.#probesStarted
+    this.#probeSum = 0
+    this.#probeCount = 0
+    this.#nextProbeAt = Number.POSITIVE_INFINITY
+    this.#setLimit(this.#settings.probeLimit, 'probe')
+  }
+
+  #addProbeSample(rtt: number, now: number): void {
+    this.#probeSum += rtt
+    this.#probeCount++
+    if (this.#probeCount < this.#settings.probeSamples) return
+    const { probeIntervalMs, probeJitter, random } = this.#settings
+    this.#noLoadRtt = this.#probeSum / this.#probeCount
+    this.#probe = 0
+    this.#nextProbeAt = now + probeIntervalMs * (1 + probeJitter * random())
+    this.#startWindow(now)
+    this.#windowsAtMin = 0
+    this.#setLimit(Math.floor(this.#estimate), 'probed')
+  }
+
+  #startWindow(now: number): void {
+    this.#windowStart = now
+    this.#windowSum = 0
+    this.#windowCount = 0
+    this.#windowMaxInFlight = this.#held
+    this.#windowDropped = false
+  }
+
+  #addWindowSample(rtt: number, dropped: boolean, now: number): void {
+    this.#windowSum += rtt
+    this.#windowCount++
+    if (dropped) this.#windowDropped = true
+    const noLoadRtt = this.#noLoadRtt as number
+    // Shorter than two no-load round trips, a window mostly holds requests admitted
+    // before the last change and cannot show its effect.
+    const length = Math.max(this.#settings.updateIntervalMs, 2 * noLoadRtt)
+    if (this.#windowCount < MIN_WINDOW_SAMPLES || now - this.#windowStart < length) return
+    const window: SampleWindow = {
+      rtt: this.#windowSum / this.#windowCount,
+      noLoadRtt,
+      maxInFlight: this.#windowMaxInFlight,
+      dropped: this.#windowDropped,
+    }
+    const { min, max, update } = this.#settings
+    const next = update(this.#estimate, window)
+    // A user's queueSize function could return anything: a NaN estimate would stick.
+    if (!Number.isNaN(next)) this.#estimate = Math.min(max, Math.max(min, next))
+    this.#startWindow(now)
+    this.#setLimit(Math.floor(this.#estimate), 'update', window.rtt)
+    // Pinned at the minimum, the no-load latency itself may have moved (Envoy's rule).
+    this.#windowsAtMin = this.#limit === min ? this.#windowsAtMin + 1 : 0
+    if (this.#windowsAtMin >= WINDOWS_AT_MIN_BEFORE_PROBE) this.#startProbe()
+  }
+
+  #setLimit(limit: number, reason: LimitChangeReason, rtt?: number): void {
+    const previous = this.#limit
+    if (limit === previous) return
+    this.#limit = limit
+    if (limit > previous && this.#queue.size !== 0) this.#queue.drain()
+    if (this.#listeners.size === 0) return
+    const change: LimitChange = {
+      limit,
+      previous,
+      algorithm: this.algorithm,
+      reason,
+      ...(rtt === undefined ? {} : { rtt }),
+      ...(this.#noLoadRtt === undefined ? {} : { noLoadRtt: this.#noLoadRtt }),
+    }
+    for (const listener of this.#listeners) {
+      try {
+        listener(change)
+      } catch (error) {
+        // The limiter's state is already consistent; a listener's bug must not fail a
+        // release, nor keep the other listeners from hearing of the change.
+        queueMicrotask(() => {
+          throw error
+        })
+      }
+    }
+  }
+}
+
+const COMMON_OPTIONS = [
+  'algorithm',
+  'initial',
+  'min',
+  'max',
+  'maxQueue',
+  'updateInterval',
+  'probeInterval',
+  'probeJitter',
+  'probeConcurrency',
+  'probeSamples',
+  'onLimitChange',
+  'random',
+  'name',
+  'clock',
+] as const
+
+/** Netflix concurrency-limits' and Envoy's names for our options. */
+const RENAMED: Readonly<Record<string, string>> = {
+  initialLimit: 'use "initial"',
+  minLimit: 'use "min"',
+  maxLimit: 'use "max"',
+  maxConcurrency: 'use "max"',
+  maxConcurrencyLimit: 'use "max"',
+  minConcurrency: 'use "probeConcurrency"',
+  rttTolerance: 'use "tolerance"',
+}
+
+const ALGORITHMS: Record<
+  AdaptiveAlgorithm,
+  { knobs: readonly string[]; build: (factory: string, options: never) => LimitUpdate }
+> = {
+  gradient2: { knobs: GRADIENT2_OPTIONS, build: gradient2 },
+  vegas: { knobs: VEGAS_OPTIONS, build: vegas },
+  aimd: { knobs: AIMD_OPTIONS, build: aimd },
+}
+
+/**
+ * A bulkhead that finds its own limit: a concurrency limiter whose limit follows the
+ * latency of the requests it admits (Little's law), as Netflix's concurrency-limits and
+ * Envoy's adaptive concurrency filter do. Every `updateInterval` (at least 10 requests and
+ * two no-load round trips) the `algorithm` compares the window's mean latency with the
+ * no-load latency and moves the limit within [`min`, `max`]: `'gradient2'` (default)
+ * shrinks in proportion to queueing, `'vegas'` holds an estimated queue of a few
+ * requests, `'aimd'` adds one per window and backs off on drops or high latency.
+ *
+ * The no-load latency is measured, as Envoy does, by a probe: the limit drops to
+ * `probeConcurrency` (3) until `probeSamples` (50) requests admitted during the probe
+ * complete, their mean becomes the no-load latency, and the limit returns. The first
+ * probe runs from creation (the limit is `probeConcurrency` until it ends, then `initial`),
+ * then one every `probeInterval` (30 s) plus up to `probeJitter` (15 %) of it, and
+ * whenever the limit sits at `min` for 5 windows in a row.
+ *
+ * Latency is sampled by permits: `tryEnter`/`enter` give a permit whose
+ * `release({ dropped })` records the time since it was granted. `tryAcquire`/`release`
+ * only count, and record nothing: traffic through them alone never moves the limit.
+ * Per process only: the limit is this process's view of its downstream.
+ *
+ * @example
+ * ```ts
+ * const downstream = adaptiveConcurrency({
+ *   algorithm: 'gradient2',
+ *   max: 200,
+ *   onLimitChange: ({ limit, reason }) => console.log(`limit ${limit} (${reason})`),
+ * })
+ * const permit = downstream.tryEnter()
+ * if (permit === undefined) throw new Error('503: overloaded')
+ * try {
+ *   await callDownstream()
+ *   permit.release()
+ * } catch (error) {
+ *   permit.release({ dropped: isTimeout(error) })
+ *   throw error
+ * }
+ * ```
+ */
+export function adaptiveConcurrency(
+  options: AdaptiveConcurrencyOptions = {},
+): AdaptiveConcurrencyLimiter {
+  const factory = 'adaptiveConcurrency'
+  readOptions(
+    factory,
+    options,
+    [...COMMON_OPTIONS, ...Object.values(ALGORITHMS).flatMap((a) => a.knobs)],
+    RENAMED,
+  )
+  const algorithm = readOneOf(
+    factory,
+    'algorithm',
+    options.algorithm,
+    Object.keys(ALGORITHMS) as AdaptiveAlgorithm[],
+    'gradient2',
+  )
+  const { knobs, build } = ALGORITHMS[algorithm]
+  for (const name of Object.keys(options)) {
+    if (knobs.includes(name)) continue
+    const owners = (Object.keys(ALGORITHMS) as AdaptiveAlgorithm[]).filter((other) =>
+      ALGORITHMS[other].knobs.includes(name),
+    )
+    if (owners.length > 0) {
+      throw new TypeError(
+        `${factory}: option "${name}" is for algorithm ${owners.map((o) => `"${o}"`).join(' or ')}, not "${algorithm}"`,
+      )
+    }
+  }
+  const update = build(factory, options as never)
+
+  const min = options.min === undefined ? 1 : readPositiveInteger(factory, 'min', options.min)
+  const max =
+    options.max === undefined
+      ? Math.max(1000, min)
+      : readPositiveInteger(factory, 'max', options.max)
+  if (max < min) {
+    throw new RangeError(`${factory}: "max" must be at least "min" (${min}), got ${max}`)
+  }
+  const initialRule = `an integer in [min, max] = [${min}, ${max}]`
+  const initial =
+    options.initial === undefined
+      ? Math.min(max, Math.max(min, 20))
+      : readInteger(factory, 'initial', options.initial, min, initialRule)
+  if (initial > max) {
+    throw new RangeError(`${factory}: "initial" must be ${initialRule}, got ${initial}`)
+  }
+  const { maxQueue } = options
+  const probeConcurrency =
+    options.probeConcurrency === undefined
+      ? 3
+      : readPositiveInteger(factory, 'probeConcurrency', options.probeConcurrency)
+  return new AdaptiveLimiter({
+    name: readName(factory, 'name', options.name, 'adaptive-concurrency'),
+    algorithm,
+    clock: readClock(factory, 'clock', options.clock),
+    update,
+    initial,
+    min,
+    max,
+    maxQueue:
+      maxQueue === undefined
+        ? 0
+        : maxQueue === Number.POSITIVE_INFINITY
+          ? maxQueue
+          : readInteger(factory, 'maxQueue', maxQueue, 0, 'a non-negative integer or Infinity'),
+    updateIntervalMs: readPositiveDuration(
+      factory,
+      'updateInterval',
+      options.updateInterval,
+      '100ms',
+    ),
+    probeIntervalMs: readPositiveDuration(factory, 'probeInterval', options.probeInterval, '30s'),
+    probeJitter: readNumber(
+      factory,
+      'probeJitter',
+      options.probeJitter,
+      0.15,
+      (n) => n >= 0 && n <= 1,
+      'a number in [0, 1]',
+    ),
+    probeLimit: Math.min(max, Math.max(min, probeConcurrency)),
+    probeSamples:
+      options.probeSamples === undefined
+        ? 50
+        : readPositiveInteger(factory, 'probeSamples', options.probeSamples),
+    onLimitChange: readFunction(factory, 'onLimitChange', options.onLimitChange),
+    random: readFunction(factory, 'random', options.random) ?? Math.random,
+  })
+}
