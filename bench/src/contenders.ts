@@ -10,7 +10,8 @@ import {
   tokenBucket,
   warmUpTokenBucket,
 } from '@sluice/core'
-import { compilePolicies, memoryStore, type RateAlgorithm, type TakeResult } from '@sluice/http'
+import { memoryStore, type RateAlgorithm, type TakeResult } from '@sluice/http'
+import { compilePolicy } from '@sluice/http/adapter'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
   type ClientRateLimitInfo as HonoClientInfo,
@@ -147,15 +148,17 @@ function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
       shapes: ['hot', 'keyed'],
       algorithm,
       create(rate, options) {
-        const policies = compilePolicies(
-          {
-            algorithm,
-            limit: rate.limit,
-            window: rate.windowMs,
-            ...(algorithm === 'warm-up' ? { warmUp: WARM_UP_MS } : {}),
-          },
-          'bench',
-        )
+        const policies = [
+          compilePolicy(
+            {
+              algorithm,
+              limit: rate.limit,
+              window: rate.windowMs,
+              ...(algorithm === 'warm-up' ? { warmUp: WARM_UP_MS } : {}),
+            },
+            'bench',
+          ),
+        ]
         // Sized to the clients, as a deployment would be: no evictions (they would measure
         // the LRU's churn, not the limiter), and no slots preallocated for clients that never come.
         const store = memoryStore({ maxKeys: options.keys, clock: options.clock ?? systemClock })
