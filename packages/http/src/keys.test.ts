@@ -44,6 +44,65 @@ describe('addressKey', () => {
     expect(addressKey('2001:db8:1234:5678::1', 128)).toBe('2001:db8:1234:5678::1')
   })
 
+  it.each([
+    // Every inet_aton spelling ipaddr.js reads is one client, in canonical form.
+    ['203.0.113.010', '203.0.113.8'], // a leading zero is octal, as ipaddr.js reads it
+    ['0313.0.113.9', '203.0.113.9'],
+    ['0xcb.0.113.9', '203.0.113.9'],
+    ['0xcb007109', '203.0.113.9'],
+    ['3405803785', '203.0.113.9'],
+    ['203.0.29961', '203.0.117.9'],
+    // Zero-padded parts that are no valid octal can only be decimal.
+    ['203.000.113.009', '203.0.113.9'],
+    ['::ffff:203.000.113.009', '203.0.113.9'], // ipaddr.js reads an embedded quad as decimal
+    ['203.0.113.256', '203.0.113.256'],
+  ])('IPv4 spelled %s is the key %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it.each([
+    ['64:ff9b::203.0.113.9', '203.0.113.9'], // NAT64 well-known prefix (RFC 6052)
+    ['64:ff9b::cb00:7109', '203.0.113.9'],
+    ['64:ff9b:1::cb00:7109', '203.0.113.9'], // local-use prefix (RFC 8215), /96 layout
+    ['64:ff9b:1:2:3::cb00:7109', '203.0.113.9'],
+    ['::ffff:0:203.0.113.9', '203.0.113.9'], // SIIT IPv4-translated (RFC 6145)
+    ['::ffff:0:cb00:7109', '203.0.113.9'],
+    ['::cb00:7109', '203.0.113.9'], // IPv4-compatible (RFC 4291)
+    ['::203.0.113.9', '203.0.113.9'],
+    ['::1', '::/56'], // loopback and unspecified are no IPv4-compatible addresses
+    ['::', '::/56'],
+    ['64:ff9b:0:1::cb00:7109', '64:ff9b::/56'], // outside the /96: ordinary IPv6
+  ])('IPv6 %s that carries an IPv4 client is the key %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it('gives every IPv4 client behind a NAT64/SIIT translator a budget of its own', () => {
+    const behind = (v4: string) => [`64:ff9b::${v4}`, `64:ff9b:1::${v4}`, `::ffff:0:${v4}`]
+    const a = behind('198.51.100.1').map((address) => addressKey(address))
+    const b = behind('198.51.100.2').map((address) => addressKey(address))
+    expect(a).toEqual(['198.51.100.1', '198.51.100.1', '198.51.100.1'])
+    expect(b).toEqual(['198.51.100.2', '198.51.100.2', '198.51.100.2'])
+  })
+
+  it.each([
+    ['1.2.3.4:5678', '1.2.3.4'],
+    ['0x01020304:80', '1.2.3.4'],
+    ['[2001:db8::1]:443', '2001:db8::/56'],
+    ['[2001:db8::1]', '2001:db8::/56'],
+    ['[::ffff:1.2.3.4]:443', '1.2.3.4'],
+    ['[64:ff9b::1.2.3.4]:8080', '1.2.3.4'],
+    ['1.2.3.4:65536', '1.2.3.4:65536'], // no port: verbatim
+    ['[2001:db8::1]:70000', '[2001:db8::1]:70000'],
+    ['example.com:80', 'example.com:80'],
+  ])('drops the port of %s: %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it('keeps the port out of the key at every subnet', () => {
+    expect(addressKey('[2001:db8:1234:5678::1]:443', 128)).toBe('2001:db8:1234:5678::1')
+    expect(addressKey('203.0.113.7:1', 128)).toBe(addressKey('203.0.113.7:2', 128))
+  })
+
   it('has no key for a missing address', () => {
     expect(addressKey(undefined)).toBeUndefined()
     expect(addressKey('')).toBeUndefined()
