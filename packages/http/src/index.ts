@@ -8,6 +8,18 @@ export {
   retryAfterSeconds,
   toSeconds,
 } from './headers'
+/**
+ * Key extractors: who a request is counted as. `keys.ip()` (the default) is the client
+ * address as the framework resolved it, IPv6 grouped by /56; `keys.header(name)`,
+ * `keys.route()` (method and route pattern), `keys.global()` (one budget for all),
+ * `keys.compose(...)` (all parts together) and `keys.first(...)` (the first that finds a
+ * key). A request whose key comes back empty is counted under one shared fallback key.
+ *
+ * @example
+ * ```ts
+ * rateLimit({ limit: 1000, window: '1h', key: keys.first(keys.header('x-api-key'), keys.ip()) })
+ * ```
+ */
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'

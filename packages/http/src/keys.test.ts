@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { RequestAccessors } from './accessors'
-import { addressKey, compose, FALLBACK_KEY, global, header, ip, route } from './keys'
+import { addressKey, compose, FALLBACK_KEY, first, global, header, ip, route } from './keys'
 
 interface FakeRequest {
   ip?: string
@@ -189,6 +189,71 @@ describe('keys.compose', () => {
     )
     expect(() => compose(1 as never)).toThrow(
       new TypeError('keys.compose: "extractors[0]" must be a function, got 1'),
+    )
+  })
+})
+
+describe('keys.first', () => {
+  const apiKeyOrIp = first<FakeRequest>(header('x-api-key'), ip())
+
+  it('takes the first extractor that finds a key, tagged with its position', () => {
+    expect(apiKeyOrIp({ ip: '10.0.0.1', headers: { 'x-api-key': 'k1' } }, http)).toBe('0\u001fk1')
+    expect(apiKeyOrIp({ ip: '10.0.0.1' }, http)).toBe('1\u001f10.0.0.1')
+    expect(apiKeyOrIp({ ip: '10.0.0.1', headers: { 'x-api-key': '' } }, http)).toBe(
+      '1\u001f10.0.0.1',
+    )
+  })
+
+  it('keeps the IPv6 /56 grouping that `req.get(...) ?? req.ip` loses', () => {
+    expect(apiKeyOrIp({ ip: '2001:db8::1' }, http)).toBe(apiKeyOrIp({ ip: '2001:db8::2' }, http))
+  })
+
+  it("never lets a header value name another client's address budget", () => {
+    const victim = apiKeyOrIp({ ip: '203.0.113.7' }, http)
+    const attacker = apiKeyOrIp(
+      { ip: '198.51.100.1', headers: { 'x-api-key': '203.0.113.7' } },
+      http,
+    )
+    expect(attacker).not.toBe(victim)
+  })
+
+  it('stays synchronous while every extractor it runs is, and stops at the first key', () => {
+    const calls: string[] = []
+    const spy = (name: string, key: string | undefined) => (): string | undefined => {
+      calls.push(name)
+      return key
+    }
+    const key = first<FakeRequest>(spy('a', undefined), spy('b', 'B'), spy('c', 'C'))({}, http)
+    expect(key).toBe('1\u001fB')
+    expect(calls).toEqual(['a', 'b'])
+  })
+
+  it('awaits an asynchronous extractor before trying the next', async () => {
+    const calls: string[] = []
+    const none = async () => {
+      calls.push('async')
+      return undefined
+    }
+    const key = first<FakeRequest>(none, header('x-api-key'), ip())
+    const pending = key({ ip: '10.0.0.1' }, http)
+    expect(pending).toBeInstanceOf(Promise)
+    expect(await pending).toBe('2\u001f10.0.0.1')
+    expect(calls).toEqual(['async'])
+    const found = first<FakeRequest>(async () => 'user-1', ip())({ ip: '10.0.0.1' }, http)
+    expect(await found).toBe('0\u001fuser-1')
+  })
+
+  it('comes back empty when no extractor finds a key, so the fallback key counts it', async () => {
+    expect(first<FakeRequest>(header('x-a'), header('x-b'))({}, http)).toBeUndefined()
+    expect(await first<FakeRequest>(async () => '', header('x-b'))({}, http)).toBeUndefined()
+  })
+
+  it('needs at least one function', () => {
+    expect(() => first()).toThrow(
+      new TypeError('keys.first: needs at least one extractor, got none'),
+    )
+    expect(() => first(header('x'), 'ip' as never)).toThrow(
+      new TypeError('keys.first: "extractors[1]" must be a function, got "ip"'),
     )
   })
 })

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js'
 import type { RequestAccessors } from './accessors'
+import { isPromiseLike } from './maybe-promise'
 import { describe, rangeError, typeError } from './validate'
 
 /**
@@ -289,6 +290,50 @@ function joinParts(parts: readonly (string | undefined)[]): string | undefined {
   let empty = true
   for (const part of parts) if (part !== undefined && part !== '') empty = false
   return empty ? undefined : parts.map((part) => part ?? '').join(SEPARATOR)
+}
+
+/**
+ * The first extractor that finds a key decides (for example an API key when the client
+ * sends one, its address otherwise). Extractors run in order and stop at the first
+ * non-empty key; while they answer synchronously the result is synchronous, and an
+ * asynchronous one is awaited before the next runs. When none finds a key, the request
+ * is counted under the shared {@link FALLBACK_KEY}.
+ *
+ * The key records which extractor found it (`0␟k-123`, `1␟203.0.113.7`, joined with the
+ * control character {@link compose} uses), so a client cannot send a header whose value
+ * is another client's address and spend that client's budget.
+ *
+ * @example
+ * ```ts
+ * // Per API key when one is sent, per client address (IPv6 grouped by /56) otherwise.
+ * app.use(rateLimit({ limit: 1000, window: '1h', key: keys.first(keys.header('x-api-key'), keys.ip()) }))
+ * ```
+ */
+export function first<Req = unknown>(...extractors: KeyExtractor<Req>[]): KeyExtractor<Req> {
+  checkExtractors('keys.first', extractors)
+  return function firstKey(req, http) {
+    return firstFrom(extractors, 0, req, http)
+  }
+}
+
+function firstFrom<Req>(
+  extractors: readonly KeyExtractor<Req>[],
+  start: number,
+  req: Req,
+  http: RequestAccessors<Req>,
+): string | undefined | Promise<string | undefined> {
+  for (let i = start; i < extractors.length; i++) {
+    const key = (extractors[i] as KeyExtractor<Req>)(req, http)
+    if (isPromiseLike(key)) {
+      return key.then((found) =>
+        found === undefined || found === ''
+          ? firstFrom(extractors, i + 1, req, http)
+          : `${i}${SEPARATOR}${found}`,
+      )
+    }
+    if (key !== undefined && key !== '') return `${i}${SEPARATOR}${key}`
+  }
+  return undefined
 }
 
 function checkExtractors(factory: string, extractors: readonly unknown[]): void {
