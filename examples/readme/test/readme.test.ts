@@ -25,6 +25,7 @@ const documents = [
   ...readdirSync(`${root}packages`)
     .map((dir) => `packages/${dir}/README.md`)
     .filter((file) => existsSync(`${root}${file}`)),
+  'docs/migrating.md',
 ]
 
 /**
