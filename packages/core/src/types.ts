@@ -146,6 +146,13 @@ export type LimiterSpec =
   | SpecOf<'warm-up', WarmUpTokenBucketOptions>
   | SpecOf<'concurrency', ConcurrencyOptions>
 
+/**
+ * The name of a limiter algorithm, as written in a spec for {@link createLimiter} (and in
+ * the HTTP middleware's `algorithm` option): `'token-bucket'`, `'leaky-bucket'`,
+ * `'sliding-window'`, `'fixed-window'`, `'warm-up'` or `'concurrency'`. `ALGORITHMS`
+ * lists them all.
+ */
 export type Algorithm = LimiterSpec['algorithm']
+
 /** The specs of the five time-based limiters. */
 export type RateLimiterSpec = Exclude<LimiterSpec, { algorithm: 'concurrency' }>

@@ -1,3 +1,10 @@
+/**
+ * Rate limiting and bulkhead middleware for Express 5 (and 4), with the IETF RateLimit
+ * headers: `rateLimit()`, `bulkhead()` and the `@RateLimit()`/`@Bulkhead()` decorators.
+ *
+ * @packageDocumentation
+ * @module \@sluice/express
+ */
 import './request'
 
 export {

@@ -1,3 +1,11 @@
+/**
+ * Rate limiting and bulkhead middleware for Hono 4 on Node.js, Bun, Deno and Cloudflare
+ * Workers, with the IETF RateLimit headers: `rateLimit()`, `bulkhead()` and the
+ * `@RateLimit()`/`@Bulkhead()` decorators.
+ *
+ * @packageDocumentation
+ * @module \@sluice/hono
+ */
 export {
   addressKey,
   type BulkheadDecision,

@@ -1,3 +1,12 @@
+/**
+ * The framework-neutral HTTP layer the Express, Koa and Hono adapters share: key
+ * extractors, the per-key memory store, RateLimit headers and the engines that decide each
+ * request. Use it directly to write an adapter; applications install an adapter, which
+ * re-exports what they need.
+ *
+ * @packageDocumentation
+ * @module \@sluice/http
+ */
 export type { RequestAccessors, ResponseAccessors } from './accessors'
 export { type BulkheadDecision, BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 export type { Decision, RateLimitInfo } from './decision'

@@ -1,3 +1,10 @@
+/**
+ * Rate limiting and bulkhead middleware for Koa 3 (and 2), with the IETF RateLimit
+ * headers: `rateLimit()`, `bulkhead()` and the `@RateLimit()`/`@Bulkhead()` decorators.
+ *
+ * @packageDocumentation
+ * @module \@sluice/koa
+ */
 import './state'
 
 export {
