@@ -164,6 +164,9 @@ function parseIPv4(address: string): ipaddr.IPv4 | undefined {
 
 /** The IPv4 client an IPv6 address stands for, if it carries one. */
 function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  // Every prefix below starts with 0000 or 0064: most addresses are ruled out by one compare.
+  const first = v6.parts[0]
+  if (first !== 0 && first !== 0x64) return undefined
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address()
   const high = v6.parts[6] ?? 0
   const low = v6.parts[7] ?? 0
