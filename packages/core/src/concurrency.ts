@@ -159,12 +159,12 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
  *
  * @example
  * ```ts
- * const exports = concurrency({ max: 4, maxQueue: 100 })
+ * const exportSlots = concurrency({ max: 4, maxQueue: 100 })
  * {
- *   using permit = exports.tryEnter()
+ *   using permit = exportSlots.tryEnter()
  *   if (permit) await runExport() // released when the block exits, even on throw
  * }
- * const permit = await exports.enter({ timeout: '5s' })
+ * const permit = await exportSlots.enter({ timeout: '5s' })
  * try { await runExport() } finally { permit.release() }
  * ```
  */

@@ -1,3 +1,11 @@
+/**
+ * Six rate and concurrency limiters behind one interface (GCRA token bucket, leaky
+ * bucket, sliding window, fixed window, warm-up, bulkhead), clocks, waiting with timeouts and
+ * cancellation, and decorators. No runtime dependencies.
+ *
+ * @packageDocumentation
+ * @module \@sluice/core
+ */
 export {
   type AdaptiveAlgorithm,
   type AdaptiveConcurrencyCommonOptions,

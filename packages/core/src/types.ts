@@ -159,8 +159,10 @@ export type LimiterSpec =
   | SpecOf<'concurrency', ConcurrencyOptions>
 
 /**
- * The name of a limiter algorithm, as a {@link LimiterSpec} gives it: `'token-bucket'`,
- * `'leaky-bucket'`, `'sliding-window'`, `'fixed-window'`, `'warm-up'` or `'concurrency'`.
+ * The name of a limiter algorithm, as written in a spec for {@link createLimiter} (and in
+ * the HTTP middleware's `algorithm` option): `'token-bucket'`, `'leaky-bucket'`,
+ * `'sliding-window'`, `'fixed-window'`, `'warm-up'` or `'concurrency'`. `ALGORITHMS`
+ * lists them all.
  */
 export type Algorithm = LimiterSpec['algorithm']
 

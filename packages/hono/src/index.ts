@@ -3,7 +3,8 @@
  * Cloudflare Workers: `rateLimit()`, `bulkhead()`, `@RateLimit()` and `@Bulkhead()`, with
  * standard RateLimit headers. Re-exports what its users need from `@sluice/http`.
  *
- * @module
+ * @packageDocumentation
+ * @module \@sluice/hono
  */
 export {
   addressKey,

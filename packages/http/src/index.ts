@@ -4,7 +4,8 @@
  * adapter (`@sluice/express`, `@sluice/koa`, `@sluice/hono`, `@sluice/fastify`), which
  * re-exports what they need from here; adapter and store authors use `@sluice/http/adapter`.
  *
- * @module
+ * @packageDocumentation
+ * @module \@sluice/http
  */
 export type { BulkheadOptions } from './bulkhead-engine'
 export type { Decision, RateLimitInfo } from './decision'
@@ -17,6 +18,18 @@ export {
   type StoreEvent,
 } from './events'
 export type { HeaderMode } from './headers'
+/**
+ * Key extractors: who a request is counted as. `keys.ip()` (the default) is the client
+ * address as the framework resolved it, IPv6 grouped by /56; `keys.header(name)`,
+ * `keys.route()` (method and route pattern), `keys.global()` (one budget for all),
+ * `keys.compose(...)` (all parts together) and `keys.first(...)` (the first that finds a
+ * key). A request whose key comes back empty is counted under one shared fallback key.
+ *
+ * @example
+ * ```ts
+ * rateLimit({ limit: 1000, window: '1h', key: keys.first(keys.header('x-api-key'), keys.ip()) })
+ * ```
+ */
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export type { MaybePromise } from './maybe-promise'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { RequestAccessors } from './accessors'
-import { addressKey, compose, FALLBACK_KEY, global, header, ip, route } from './keys'
+import { addressKey, compose, FALLBACK_KEY, first, global, header, ip, route } from './keys'
 
 interface FakeRequest {
   ip?: string
@@ -42,6 +42,65 @@ describe('addressKey', () => {
     expect(addressKey('2001:db8:1234:5678::1', 64)).toBe('2001:db8:1234:5678::/64')
     expect(addressKey('2001:db8:1234:5678::1', 60)).toBe('2001:db8:1234:5670::/60')
     expect(addressKey('2001:db8:1234:5678::1', 128)).toBe('2001:db8:1234:5678::1')
+  })
+
+  it.each([
+    // Every inet_aton spelling ipaddr.js reads is one client, in canonical form.
+    ['203.0.113.010', '203.0.113.8'], // a leading zero is octal, as ipaddr.js reads it
+    ['0313.0.113.9', '203.0.113.9'],
+    ['0xcb.0.113.9', '203.0.113.9'],
+    ['0xcb007109', '203.0.113.9'],
+    ['3405803785', '203.0.113.9'],
+    ['203.0.29961', '203.0.117.9'],
+    // Zero-padded parts that are no valid octal can only be decimal.
+    ['203.000.113.009', '203.0.113.9'],
+    ['::ffff:203.000.113.009', '203.0.113.9'], // ipaddr.js reads an embedded quad as decimal
+    ['203.0.113.256', '203.0.113.256'],
+  ])('IPv4 spelled %s is the key %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it.each([
+    ['64:ff9b::203.0.113.9', '203.0.113.9'], // NAT64 well-known prefix (RFC 6052)
+    ['64:ff9b::cb00:7109', '203.0.113.9'],
+    ['64:ff9b:1::cb00:7109', '203.0.113.9'], // local-use prefix (RFC 8215), /96 layout
+    ['64:ff9b:1:2:3::cb00:7109', '203.0.113.9'],
+    ['::ffff:0:203.0.113.9', '203.0.113.9'], // SIIT IPv4-translated (RFC 6145)
+    ['::ffff:0:cb00:7109', '203.0.113.9'],
+    ['::cb00:7109', '203.0.113.9'], // IPv4-compatible (RFC 4291)
+    ['::203.0.113.9', '203.0.113.9'],
+    ['::1', '::/56'], // loopback and unspecified are no IPv4-compatible addresses
+    ['::', '::/56'],
+    ['64:ff9b:0:1::cb00:7109', '64:ff9b::/56'], // outside the /96: ordinary IPv6
+  ])('IPv6 %s that carries an IPv4 client is the key %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it('gives every IPv4 client behind a NAT64/SIIT translator a budget of its own', () => {
+    const behind = (v4: string) => [`64:ff9b::${v4}`, `64:ff9b:1::${v4}`, `::ffff:0:${v4}`]
+    const a = behind('198.51.100.1').map((address) => addressKey(address))
+    const b = behind('198.51.100.2').map((address) => addressKey(address))
+    expect(a).toEqual(['198.51.100.1', '198.51.100.1', '198.51.100.1'])
+    expect(b).toEqual(['198.51.100.2', '198.51.100.2', '198.51.100.2'])
+  })
+
+  it.each([
+    ['1.2.3.4:5678', '1.2.3.4'],
+    ['0x01020304:80', '1.2.3.4'],
+    ['[2001:db8::1]:443', '2001:db8::/56'],
+    ['[2001:db8::1]', '2001:db8::/56'],
+    ['[::ffff:1.2.3.4]:443', '1.2.3.4'],
+    ['[64:ff9b::1.2.3.4]:8080', '1.2.3.4'],
+    ['1.2.3.4:65536', '1.2.3.4:65536'], // no port: verbatim
+    ['[2001:db8::1]:70000', '[2001:db8::1]:70000'],
+    ['example.com:80', 'example.com:80'],
+  ])('drops the port of %s: %s', (address, key) => {
+    expect(addressKey(address)).toBe(key)
+  })
+
+  it('keeps the port out of the key at every subnet', () => {
+    expect(addressKey('[2001:db8:1234:5678::1]:443', 128)).toBe('2001:db8:1234:5678::1')
+    expect(addressKey('203.0.113.7:1', 128)).toBe(addressKey('203.0.113.7:2', 128))
   })
 
   it('has no key for a missing address', () => {
@@ -130,6 +189,71 @@ describe('keys.compose', () => {
     )
     expect(() => compose(1 as never)).toThrow(
       new TypeError('keys.compose: "extractors[0]" must be a function, got 1'),
+    )
+  })
+})
+
+describe('keys.first', () => {
+  const apiKeyOrIp = first<FakeRequest>(header('x-api-key'), ip())
+
+  it('takes the first extractor that finds a key, tagged with its position', () => {
+    expect(apiKeyOrIp({ ip: '10.0.0.1', headers: { 'x-api-key': 'k1' } }, http)).toBe('0\u001fk1')
+    expect(apiKeyOrIp({ ip: '10.0.0.1' }, http)).toBe('1\u001f10.0.0.1')
+    expect(apiKeyOrIp({ ip: '10.0.0.1', headers: { 'x-api-key': '' } }, http)).toBe(
+      '1\u001f10.0.0.1',
+    )
+  })
+
+  it('keeps the IPv6 /56 grouping that `req.get(...) ?? req.ip` loses', () => {
+    expect(apiKeyOrIp({ ip: '2001:db8::1' }, http)).toBe(apiKeyOrIp({ ip: '2001:db8::2' }, http))
+  })
+
+  it("never lets a header value name another client's address budget", () => {
+    const victim = apiKeyOrIp({ ip: '203.0.113.7' }, http)
+    const attacker = apiKeyOrIp(
+      { ip: '198.51.100.1', headers: { 'x-api-key': '203.0.113.7' } },
+      http,
+    )
+    expect(attacker).not.toBe(victim)
+  })
+
+  it('stays synchronous while every extractor it runs is, and stops at the first key', () => {
+    const calls: string[] = []
+    const spy = (name: string, key: string | undefined) => (): string | undefined => {
+      calls.push(name)
+      return key
+    }
+    const key = first<FakeRequest>(spy('a', undefined), spy('b', 'B'), spy('c', 'C'))({}, http)
+    expect(key).toBe('1\u001fB')
+    expect(calls).toEqual(['a', 'b'])
+  })
+
+  it('awaits an asynchronous extractor before trying the next', async () => {
+    const calls: string[] = []
+    const none = async () => {
+      calls.push('async')
+      return undefined
+    }
+    const key = first<FakeRequest>(none, header('x-api-key'), ip())
+    const pending = key({ ip: '10.0.0.1' }, http)
+    expect(pending).toBeInstanceOf(Promise)
+    expect(await pending).toBe('2\u001f10.0.0.1')
+    expect(calls).toEqual(['async'])
+    const found = first<FakeRequest>(async () => 'user-1', ip())({ ip: '10.0.0.1' }, http)
+    expect(await found).toBe('0\u001fuser-1')
+  })
+
+  it('comes back empty when no extractor finds a key, so the fallback key counts it', async () => {
+    expect(first<FakeRequest>(header('x-a'), header('x-b'))({}, http)).toBeUndefined()
+    expect(await first<FakeRequest>(async () => '', header('x-b'))({}, http)).toBeUndefined()
+  })
+
+  it('needs at least one function', () => {
+    expect(() => first()).toThrow(
+      new TypeError('keys.first: needs at least one extractor, got none'),
+    )
+    expect(() => first(header('x'), 'ip' as never)).toThrow(
+      new TypeError('keys.first: "extractors[1]" must be a function, got "ip"'),
     )
   })
 })

@@ -3,7 +3,8 @@
  * `@RateLimit()` and `@Bulkhead()`, with standard RateLimit headers. Re-exports what its
  * users need from `@sluice/http` (`keys`, `memoryStore`, the option and decision types).
  *
- * @module
+ * @packageDocumentation
+ * @module \@sluice/koa
  */
 import './state'
 
