@@ -18,7 +18,7 @@ it('the HTTP tour gets the limits the demo promises from the real Express exampl
   const bulkheadFull = steps[16]
   expect(bulkheadFull?.headers['retry-after']).toBe('1')
   expect(bulkheadFull?.headers['ratelimit-policy']).toContain(
-    '"bulkhead";q=2;qu="concurrent-requests"',
+    '"reports";q=2;qu="concurrent-requests"',
   )
   expect(renderSteps(steps).split('\n')).toHaveLength(steps.length)
 })

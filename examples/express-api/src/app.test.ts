@@ -55,7 +55,7 @@ describe('examples/express-api (smoke)', () => {
     const refused = await fetch(`${base}/report`)
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('1')
-    expect(refused.headers.get('ratelimit')).toMatch(/"bulkhead";r=0$/)
+    expect(refused.headers.get('ratelimit')).toMatch(/"reports";r=0$/)
     expect((await Promise.all(running)).map((r) => r.status)).toEqual([200, 200])
   })
 

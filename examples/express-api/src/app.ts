@@ -72,10 +72,14 @@ export function createApp(options: AppOptions = {}) {
     },
   )
 
-  app.get('/report', bulkhead({ max: 2, key: keys.global() }), async (_req, res) => {
-    await pause(reportMs)
-    res.json({ report: 'done' })
-  })
+  app.get(
+    '/report',
+    bulkhead({ name: 'reports', max: 2, key: keys.global() }),
+    async (_req, res) => {
+      await pause(reportMs)
+      res.json({ report: 'done' })
+    },
+  )
 
   const accounts = new AccountController()
   app.get('/accounts/:id', (req, res, next) => accounts.show(req, res, next))

@@ -105,7 +105,7 @@ export function createApp(options: AppOptions = {}) {
         return body.password === 'correct horse' ? c.json({ ok: true }) : c.json({ ok: false }, 401)
       },
     )
-    .get('/report', bulkhead({ max: 2, key: keys.global() }), async (c) => {
+    .get('/report', bulkhead({ name: 'reports', max: 2, key: keys.global() }), async (c) => {
       await report()
       return c.json({ report: 'done' })
     })

@@ -94,7 +94,7 @@ export function createApp(options: AppOptions = {}) {
     },
   )
 
-  router.get('/report', bulkhead({ max: 2, key: keys.global() }), async (ctx) => {
+  router.get('/report', bulkhead({ name: 'reports', max: 2, key: keys.global() }), async (ctx) => {
     await report()
     ctx.body = { report: 'done' }
   })
