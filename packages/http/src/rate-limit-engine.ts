@@ -137,6 +137,15 @@ export const RATE_LIMIT_HINTS: Readonly<Record<string, string>> = {
   requestWasSuccessful: 'use "refundWhen"',
   passOnStoreError: "use the store's onError, e.g. redisStore({ client, onError: 'allow' })",
   requestPropertyName: 'the decision is always on the request as rateLimit',
+  timeWindow: 'use "window"',
+  allowList: 'use "skip": (req) => allowed.has(req.ip)',
+  ban: 'use block: { for, after }',
+  errorResponseBuilder: 'use "message" or "onLimited"',
+  enableDraftSpec: 'use "headers"',
+  addHeaders: 'use "headers"',
+  addHeadersOnExceeding: 'use "headers"',
+  skipOnError: "use the store's onError, e.g. redisStore({ client, onError: 'allow' })",
+  nameSpace: 'give the middleware a "name"; the store keeps policies apart by name and spec',
 }
 
 const WAIT_OPTIONS = ['timeout', 'maxQueue']

@@ -124,9 +124,10 @@ export interface AdapterHarness {
   /**
    * How header lines reach the wire. `'as-set'` (default): with the case and in the order
    * the middleware set them (Node's `res.setHeader`). `'fetch'`: the adapter answers with a
-   * Fetch `Response`, whose `Headers` lower-case every name and iterate them sorted, so
-   * the byte-exact checks compare names case-insensitively and ignore the order of
-   * different names (values are still compared exactly).
+   * Fetch `Response`, whose `Headers` lower-case every name and iterate them sorted (or,
+   * like Fastify, lower-cases names itself), so the byte-exact checks compare names
+   * case-insensitively and ignore the order of different names (values are still compared
+   * exactly).
    */
   headerLines?: 'as-set' | 'fetch'
 }

@@ -1,0 +1,32 @@
+/**
+ * Rate limits and bulkheads for Fastify 5 as `onRequest` hooks: `rateLimit()` and
+ * `bulkhead()`, with standard RateLimit headers. Re-exports what its users need from
+ * `@sluice/http` (`keys`, `memoryStore`, the option and decision types).
+ *
+ * @packageDocumentation
+ * @module \@sluice/fastify
+ */
+export {
+  addressKey,
+  type BlockOptions,
+  type Decision,
+  FALLBACK_KEY,
+  type HeaderMode,
+  type IpKeyOptions,
+  type KeyExtractor,
+  type KeyState,
+  keys,
+  type LimitedBody,
+  type MaybePromise,
+  type MemoryStore,
+  type MemoryStoreOptions,
+  memoryStore,
+  type Policy,
+  type PolicyOptions,
+  type RateAlgorithm,
+  type RateLimitInfo,
+  type Store,
+  type WaitingOptions,
+} from '@sluice/http'
+export { type BulkheadHook, type BulkheadOptions, bulkhead } from './bulkhead'
+export { type RateLimitHook, type RateLimitOptions, rateLimit } from './rate-limit'
