@@ -33,6 +33,7 @@ export const expressResponse: ResponseAccessors<Request, Response> = {
     res.setHeader(name, value)
   },
   signal: requestSignal,
+  status: (res) => res.statusCode,
 }
 
 function send(res: Response, status: number, refusal: Refusal): void {

@@ -91,7 +91,9 @@ export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
     run(req, res, next)
   }
   return Object.assign(bulkhead, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
     queued: (key?: string) => engine.queued(key),
   })

@@ -29,6 +29,7 @@ export const fastifyResponse: ResponseAccessors<FastifyRequest, FastifyReply> = 
     reply.header(name, value)
   },
   signal: (request, reply) => requestSignal(request.raw, reply.raw),
+  status: (reply) => reply.statusCode,
 }
 
 /**

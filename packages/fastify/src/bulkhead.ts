@@ -63,7 +63,9 @@ export function bulkhead(options: BulkheadOptions = {}): BulkheadHook {
     )
   }
   return Object.assign(bulkhead, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
     queued: (key?: string) => engine.queued(key),
   })

@@ -63,6 +63,7 @@ export const honoResponse: ResponseAccessors<Context, Context> = {
   // The runtime aborts the request's signal when its client goes away (@hono/node-server,
   // Bun and Deno do).
   signal: (c) => c.req.raw.signal,
+  status: (c) => (c.finalized ? c.res.status : undefined),
 }
 
 /**

@@ -83,7 +83,9 @@ export function createBulkhead(
 export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
   const { engine, middleware } = createBulkhead(options, 'bulkhead')
   return Object.assign(middleware, {
-    policies: engine.policies,
+    get policies() {
+      return engine.policies
+    },
     store: engine.store,
     queued: (key?: string) => engine.queued(key),
   })

@@ -60,4 +60,9 @@ export interface ResponseAccessors<Req, Res> {
    * wait (waiting mode, bulkhead queue), so the common path creates none.
    */
   signal(req: Req, res: Res): AbortSignal
+  /**
+   * The response's status once it is over: an adaptive bulkhead counts a 503 or 504 as a
+   * request its downstream dropped. Optional: without it only a client that left counts.
+   */
+  status?(res: Res): number | undefined
 }

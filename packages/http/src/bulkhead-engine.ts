@@ -1,10 +1,11 @@
-import type { Duration } from '@sluice/core'
+import type { AdaptiveConcurrencyLimiter, AdaptivePermit, Duration } from '@sluice/core'
 import {
   readDuration,
   readNonNegativeInteger,
   readOptions,
   readPositiveDuration,
   readPositiveInteger,
+  typeError,
 } from '@sluice/core/validation'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
@@ -16,13 +17,13 @@ import {
   type Refusal,
   TEMPORARY_REDUCED_CAPACITY,
 } from './engine'
-import { type BulkheadEvent, bulkheadChannel } from './events'
+import { adaptiveChannel, type BulkheadEvent, bulkheadChannel } from './events'
 import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
 import { GLOBAL_KEY, global, type KeyExtractor } from './keys'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import { claimPolicies, concurrencyPolicy, policyName } from './policy'
 import { decision } from './rate-limit-engine'
-import type { Lease, Policy, TakeResult } from './store'
+import type { Policy, PolicyResult, TakeResult } from './store'
 
 /**
  * Options of `bulkhead()`, the same in every adapter.
@@ -33,8 +34,12 @@ import type { Lease, Policy, TakeResult } from './store'
  * ```
  */
 export interface BulkheadOptions<Req = unknown, Res = unknown> extends CommonOptions<Req, Res> {
-  /** Requests handled at once (per key). Default 20. */
-  max?: number
+  /**
+   * Requests handled at once (per key). Default 20. Or an `adaptiveConcurrency()` limiter,
+   * whose limit follows the latency of the requests it admits: one per process, so it
+   * takes no `store` and no `key`.
+   */
+  max?: number | AdaptiveConcurrencyLimiter
   /** Requests that may wait (per key) for a slot. Default 0: refuse when full. */
   maxQueue?: number
   /** The longest a request waits in the queue. Default: as long as its client stays. */
@@ -97,10 +102,13 @@ const HINTS: Readonly<Record<string, string>> = {
  * ```
  */
 export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
-  readonly policy: Policy
-  readonly policies: readonly Policy[]
   readonly maxQueue: number
-  readonly #headers: HeaderWriter | undefined
+  /** The adaptive limiter given as `max`, if any: it counts the slots instead of the store. */
+  readonly adaptive: AdaptiveConcurrencyLimiter | undefined
+  #policy: Policy
+  #policies: readonly Policy[]
+  #headers: HeaderWriter | undefined
+  readonly #headerMode: HeaderMode | undefined
   readonly #queueMs: number
   readonly #retryAfterMs: number
   /** Slots this middleware holds in this process, over all keys. */
@@ -122,21 +130,61 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       key: global(),
       problem: TEMPORARY_REDUCED_CAPACITY,
     })
-    const max = options.max === undefined ? 20 : readPositiveInteger(factory, 'max', options.max)
     this.maxQueue =
       options.maxQueue === undefined
         ? 0
         : readNonNegativeInteger(factory, 'maxQueue', options.maxQueue)
     const name = options.name === undefined ? undefined : policyName(factory, 'name', options.name)
-    this.policy = concurrencyPolicy(name, max)
-    this.policies = [this.policy]
-    claimPolicies(this.store, this.policies, factory)
+    this.adaptive = readAdaptive(factory, options)
+    const max =
+      this.adaptive !== undefined
+        ? this.adaptive.limit
+        : options.max === undefined
+          ? 20
+          : readPositiveInteger(factory, 'max', options.max)
+    this.#policy = this.#livePolicy(name, max)
+    this.#policies = [this.#policy]
+    if (this.adaptive === undefined) claimPolicies(this.store, this.#policies, factory)
     this.#queueMs =
       options.queueTimeout === undefined
         ? Number.POSITIVE_INFINITY
         : readDuration(factory, 'queueTimeout', options.queueTimeout)
     this.#retryAfterMs = readPositiveDuration(factory, 'retryAfter', options.retryAfter, '1s')
-    this.#headers = createHeaderWriter(options.headers, this.policies, factory)
+    this.#headerMode = options.headers
+    this.#headers = createHeaderWriter(options.headers, this.#policies, factory)
+    // The limit moves: the headers' quota follows it, and the move is published.
+    this.adaptive?.subscribe((change) => {
+      this.#policy = this.#livePolicy(name, change.limit)
+      this.#policies = [this.#policy]
+      this.#headers = createHeaderWriter(this.#headerMode, this.#policies, factory)
+      this.queue.wake(GLOBAL_KEY)
+      if (adaptiveChannel.hasSubscribers) {
+        adaptiveChannel.publish({
+          limiter: this.adaptive!.name,
+          algorithm: change.algorithm,
+          limit: change.limit,
+          previous: change.previous,
+        })
+      }
+    })
+  }
+
+  /** The bulkhead's concurrency policy (for an adaptive one, at its current limit). */
+  get policy(): Policy {
+    return this.#policy
+  }
+
+  get policies(): readonly Policy[] {
+    return this.#policies
+  }
+
+  /**
+   * An adaptive bulkhead keeps the name the first limit gave it (`'adaptive'` unless
+   * named), so headers and events do not change name as the limit moves.
+   */
+  #livePolicy(name: string | undefined, max: number): Policy {
+    const adaptiveName = this.adaptive === undefined ? name : (name ?? 'adaptive-concurrent')
+    return concurrencyPolicy(adaptiveName, max)
   }
 
   /**
@@ -147,8 +195,7 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   admit(req: Req, res: Res): MaybePromise<Outcome> {
     try {
       const earlier = this.decidedBefore(req)
-      if (earlier !== undefined)
-        return new BulkheadOutcome(this, req, res, earlier, false, undefined, 0)
+      if (earlier !== undefined) return new BulkheadOutcome(this, req, res, earlier, undefined, 0)
       const key = this.keyOf(req)
       if (isPromiseLike(key)) return Promise.resolve(key).then((k) => this.#enter(req, res, k))
       return this.#enter(req, res, key)
@@ -159,18 +206,18 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
 
   #enter(req: Req, res: Res, key: string): MaybePromise<Outcome> {
     if (this.queue.has(key)) return this.#wait(req, res, key, undefined)
-    const taken = this.store.take(key, this.policies, 1)
+    const taken = this.#take(key)
     if (isPromiseLike(taken))
       return Promise.resolve(taken).then((t) => this.#entered(req, res, key, t))
     return this.#entered(req, res, key, taken)
   }
 
-  #entered(req: Req, res: Res, key: string, taken: TakeResult): MaybePromise<Outcome> {
+  #entered(req: Req, res: Res, key: string, taken: Taken): MaybePromise<Outcome> {
     if (!taken.allowed && this.maxQueue > 0) return this.#wait(req, res, key, taken)
     return this.#decided(req, res, key, taken, undefined)
   }
 
-  async #wait(req: Req, res: Res, key: string, first: TakeResult | undefined): Promise<Outcome> {
+  async #wait(req: Req, res: Res, key: string, first: Taken | undefined): Promise<Outcome> {
     const me = this.queue.join(key, this.maxQueue)
     if (me === undefined) {
       return this.#decided(req, res, key, first ?? (await this.#current(key)), undefined)
@@ -185,12 +232,11 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       let taken = first
       for (;;) {
         if (this.queue.isHead(me)) {
-          taken ??= await this.store.take(key, this.policies, 1)
+          taken ??= await this.#take(key)
           if (taken.allowed) {
-            const lease = taken.results[0]?.lease
             if (signal.aborted) {
               // The client left while the store answered: hand the slot straight back.
-              if (lease !== undefined) await this.store.release(key, this.policy, lease)
+              await this.#give(key, taken, true)
               throw signal.reason
             }
             this.#queued--
@@ -218,22 +264,51 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     }
   }
 
-  /** The current state, for a request refused without taking (queue full, timed out). */
-  async #current(key: string): Promise<TakeResult> {
-    return { allowed: false, results: await this.store.get(key, this.policies) }
+  /** Takes one slot: from the adaptive limiter, or from the store. */
+  #take(key: string): MaybePromise<Taken> {
+    const adaptive = this.adaptive
+    if (adaptive === undefined) return this.store.take(key, this.#policies, 1)
+    const permit = adaptive.tryEnter()
+    return {
+      allowed: permit !== undefined,
+      results: [this.#adaptiveResult(permit !== undefined)],
+      permit,
+    }
   }
 
-  #decided(
-    req: Req,
-    res: Res,
-    key: string,
-    taken: TakeResult,
-    waitedMs: number | undefined,
-  ): Outcome {
+  #adaptiveResult(allowed: boolean): PolicyResult {
+    const { limit, inFlight } = this.adaptive!
+    return {
+      policy: this.#policy,
+      allowed,
+      limit,
+      remaining: Math.max(0, limit - inFlight),
+      resetMs: 0,
+      retryAfterMs: 0,
+    }
+  }
+
+  /** Gives a slot back: the permit records its latency (`dropped` counts as overload). */
+  #give(key: string, taken: Taken, dropped: boolean): MaybePromise<void> {
+    if (taken.permit !== undefined) {
+      taken.permit.release({ dropped })
+      return
+    }
+    const lease = taken.results[0]?.lease
+    if (lease !== undefined) return this.store.release(key, this.#policy, lease)
+  }
+
+  /** The current state, for a request refused without taking (queue full, timed out). */
+  async #current(key: string): Promise<TakeResult> {
+    if (this.adaptive !== undefined)
+      return { allowed: false, results: [this.#adaptiveResult(false)] }
+    return { allowed: false, results: await this.store.get(key, this.#policies) }
+  }
+
+  #decided(req: Req, res: Res, key: string, taken: Taken, waitedMs: number | undefined): Outcome {
     const decided = decision(taken, key, 1)
     this.remember(req, decided)
     this.#headers?.write(res, this.response, decided)
-    const lease = taken.allowed ? taken.results[0]?.lease : undefined
     if (taken.allowed) {
       this.#inFlight++
       this.#publish(key, 'enter', waitedMs === undefined ? undefined : { waitedMs })
@@ -241,20 +316,31 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       this.writeRetryAfter(res, this.#retryAfterMs, this.#retryAfterMs)
       this.#publish(key, 'reject')
     }
-    return new BulkheadOutcome(this, req, res, decided, taken.allowed, lease, this.clock.now())
+    return new BulkheadOutcome(
+      this,
+      req,
+      res,
+      decided,
+      taken.allowed ? taken : undefined,
+      this.clock.now(),
+    )
   }
 
-  /** Frees a slot (once per outcome) and wakes the next request queued under its key. */
-  release(key: string, lease: Lease | undefined, since: number): void {
+  /**
+   * Frees a slot (once per outcome) and wakes the next request queued under its key. For
+   * an adaptive limiter a client that left, or a 503/504, counts as a dropped request.
+   */
+  release(key: string, taken: Taken, since: number, res: Res, gone: boolean): void {
     this.#inFlight--
     if (bulkheadChannel.hasSubscribers) {
       this.#publish(key, 'release', { heldMs: this.clock.now() - since })
     }
-    if (lease === undefined) {
-      this.queue.wake(key)
-      return
+    let dropped = gone
+    if (taken.permit !== undefined && !gone) {
+      const status = this.response.status?.(res)
+      dropped = status === 503 || status === 504
     }
-    const released = this.store.release(key, this.policy, lease)
+    const released = this.#give(key, taken, dropped)
     const handOn = () => this.queue.wake(key)
     if (isPromiseLike(released)) Promise.resolve(released).then(handOn, handOn)
     else handOn()
@@ -268,7 +354,7 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     if (!bulkheadChannel.hasSubscribers) return
     bulkheadChannel.publish({
       key,
-      policy: this.policy.name,
+      policy: this.#policy.name,
       event,
       inFlight: this.#inFlight,
       queued: this.#queued,
@@ -286,21 +372,20 @@ class BulkheadOutcome<Req, Res> implements Outcome {
   readonly action: 'pass' | 'refuse'
   readonly status: number
   readonly holds: boolean
-  #held: boolean
+  #held: Taken | undefined
 
   constructor(
     private readonly engine: BulkheadEngine<Req, Res>,
     private readonly req: Req,
     private readonly res: Res,
     readonly decision: Decision,
-    /** Whether this request took a slot (false for a refusal or a second pass). */
-    held: boolean,
-    private readonly lease: Lease | undefined,
+    /** What this request took (undefined for a refusal or a second pass). */
+    held: Taken | undefined,
     private readonly since: number,
   ) {
     this.action = decision.allowed ? 'pass' : 'refuse'
     this.status = engine.statusCode
-    this.holds = held
+    this.holds = held !== undefined
     this.#held = held
   }
 
@@ -308,9 +393,43 @@ class BulkheadOutcome<Req, Res> implements Outcome {
     return this.engine.refusalOf(this.req, this.res, this.decision)
   }
 
-  done(): void {
-    if (!this.#held) return
-    this.#held = false
-    this.engine.release(this.decision.key, this.lease, this.since)
+  done(gone = false): void {
+    const held = this.#held
+    if (held === undefined) return
+    this.#held = undefined
+    this.engine.release(this.decision.key, held, this.since, this.res, gone)
   }
+}
+
+/** A store's answer, or an adaptive limiter's, with the permit it granted. */
+type Taken = TakeResult & { readonly permit?: AdaptivePermit | undefined }
+
+/** `max` as an adaptive limiter, checked against the options it cannot be combined with. */
+function readAdaptive(
+  factory: string,
+  options: BulkheadOptions<never, never>,
+): AdaptiveConcurrencyLimiter | undefined {
+  const { max } = options
+  if (typeof max !== 'object' || max === null) return undefined
+  const limiter = max as Partial<AdaptiveConcurrencyLimiter>
+  if (typeof limiter.tryEnter !== 'function' || typeof limiter.subscribe !== 'function') {
+    throw typeError(
+      factory,
+      'max',
+      'must be a positive integer or an adaptiveConcurrency() limiter',
+      max,
+    )
+  }
+  // Adaptive limits are this process's view of its downstream: nothing to share or key.
+  for (const option of ['store', 'key'] as const) {
+    if (options[option] !== undefined) {
+      throw typeError(
+        factory,
+        option,
+        'cannot be combined with an adaptive max (adaptive limits are per process)',
+        options[option],
+      )
+    }
+  }
+  return max as AdaptiveConcurrencyLimiter
 }

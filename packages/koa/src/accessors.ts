@@ -47,6 +47,7 @@ export const koaResponse: ResponseAccessors<Context, Context> = {
     ctx.set(name, value)
   },
   signal: (ctx) => requestSignal(ctx.req, ctx.res),
+  status: (ctx) => ctx.status,
 }
 
 /** True once the client can no longer receive this response. */

@@ -1,7 +1,7 @@
 import diagnostics from 'node:diagnostics_channel'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
-import { type Duration, ManualClock } from '@sluice/core'
+import { adaptiveConcurrency, type Duration, ManualClock } from '@sluice/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
 import { keys } from '../index'
@@ -1446,6 +1446,67 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
           'violated-policies': ['burst'],
           detail: 'Slow down, please.',
         })
+      })
+    })
+
+    describe('adaptive bulkhead (issue 16)', () => {
+      it('bulkhead({ max: adaptiveConcurrency() }) admits up to the live limit and reports it', async () => {
+        const clock = new ManualClock()
+        const limiter = adaptiveConcurrency({
+          algorithm: 'aimd',
+          initial: 2,
+          probeConcurrency: 1,
+          probeSamples: 1,
+          clock,
+        })
+        const changes = listen<{ limit: number; previous: number }>('sluice:adaptive')
+        const work = gate()
+        try {
+          const server = await serve({
+            routes: [
+              {
+                method: 'get',
+                path: '/work',
+                use: [{ bulkhead: { max: limiter } }],
+                handler: { kind: 'hold', gate: work },
+              },
+            ],
+          })
+          // It starts by measuring the no-load latency at one request in flight.
+          const first = start(server, '/work')
+          await until(() => work.arrived === 1, 'the probe request runs')
+          const refused = await send(server, '/work')
+          expect([refused.status, refused.headers['ratelimit-policy']]).toEqual([
+            503,
+            '"adaptive-concurrent";q=1;qu="concurrent-requests"',
+          ])
+          clock.advance(10)
+          work.open()
+          expect((await first.replied).status).toBe(200)
+          await until(() => limiter.limit === 2, 'the probe ended and the limit is back')
+          expect(changes.events.map((e) => [e.previous, e.limit])).toEqual([[1, 2]])
+          const more = gate()
+          const held = await serve({
+            routes: [
+              {
+                method: 'get',
+                path: '/work',
+                use: [{ bulkhead: { max: limiter, name: 'downstream' } }],
+                handler: { kind: 'hold', gate: more },
+              },
+            ],
+          })
+          const a = start(held, '/work')
+          const b = start(held, '/work')
+          await until(() => more.arrived === 2, 'two requests hold the two slots')
+          const full = await send(held, '/work')
+          expect([full.status, full.headers.ratelimit]).toEqual([503, '"downstream";r=0'])
+          more.open()
+          expect([(await a.replied).status, (await b.replied).status]).toEqual([200, 200])
+          await until(() => limiter.inFlight === 0, 'every permit is released')
+        } finally {
+          changes.stop()
+        }
       })
     })
   })
