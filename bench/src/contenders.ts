@@ -10,8 +10,16 @@ import {
   tokenBucket,
   warmUpTokenBucket,
 } from '@sluice/core'
-import { memoryStore, type RateAlgorithm, type TakeResult } from '@sluice/http'
-import { compilePolicy } from '@sluice/http/adapter'
+import { memoryStore, type Policy, type RateAlgorithm, type TakeResult } from '@sluice/http'
+import {
+  BulkheadEngine,
+  compilePolicy,
+  concurrencyPolicy,
+  type Outcome,
+  RateLimitEngine,
+  type RequestAccessors,
+  type ResponseAccessors,
+} from '@sluice/http/adapter'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
   type ClientRateLimitInfo as HonoClientInfo,
@@ -19,7 +27,7 @@ import {
 } from 'hono-rate-limiter'
 import { RateLimiter as LimiterRateLimiter, TokenBucket as LimiterTokenBucket } from 'limiter'
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
-import { HOT_RATE, KEYED_RATE, PACED_RATE } from './config'
+import { HOT_RATE, KEYED_RATE, PACED_RATE, type Shape } from './config'
 import { inlineGcra, inlineGcraScalar } from './floor'
 
 /** A limit: `limit` permits per `windowMs`. */
@@ -30,8 +38,10 @@ export interface Rate {
 
 /** What a contender is built with. */
 export interface BuildOptions {
-  /** Clients expected: the sluice memory store's `maxKeys`. */
+  /** Clients expected: the sluice memory store's `maxKeys` unless `maxKeys` is given. */
   readonly keys: number
+  /** The sluice memory store's `maxKeys`, when it holds fewer keys than come (churn). */
+  readonly maxKeys?: number
   /** Time source of sluice limiters (peers read the global clocks). Default `systemClock`. */
   readonly clock?: Clock
 }
@@ -44,8 +54,7 @@ export interface Instance<R = unknown> {
   refusal?(error: unknown): boolean
 }
 
-/** Which scenarios a contender takes part in. */
-export type Shape = 'hot' | 'keyed'
+export type { Shape } from './config'
 
 /** Who a contender stands for: the floor, sluice, or a peer library. */
 export type Side = 'floor' | 'sluice' | 'peer'
@@ -62,6 +71,8 @@ export interface Contender {
   readonly shapes: readonly Shape[]
   /** For sluice: the algorithm, to pick its configuration and to group the report. */
   readonly algorithm?: RateAlgorithm | 'concurrency'
+  /** Extra Node flags of the contender's child process. */
+  readonly execArgv?: readonly string[]
   create(rate: Rate, options: BuildOptions): Instance
 }
 
@@ -145,7 +156,7 @@ function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
       short: `sluice ${algorithm} (memory store)`,
       side: 'sluice',
       pkg: '@sluice/http',
-      shapes: ['hot', 'keyed'],
+      shapes: ['hot', 'keyed', 'churn', 'insert'],
       algorithm,
       create(rate, options) {
         const policies = [
@@ -161,12 +172,162 @@ function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
         ]
         // Sized to the clients, as a deployment would be: no evictions (they would measure
         // the LRU's churn, not the limiter), and no slots preallocated for clients that never come.
-        const store = memoryStore({ maxKeys: options.keys, clock: options.clock ?? systemClock })
+        const store = memoryStore({
+          maxKeys: options.maxKeys ?? options.keys,
+          clock: options.clock ?? systemClock,
+        })
         return { call: (key) => store.take(key, policies, 1), admitted: takeAllowed }
       },
     }),
   ]
 }
+
+/**
+ * The smallest request an engine can read: the client address is all the default key
+ * (`keys.ip()`) asks for. A fresh one per decision, as every request is a fresh object.
+ */
+interface FakeRequest {
+  readonly ip: string
+}
+
+/** The smallest response: its headers, as a plain object. */
+class FakeResponse {
+  readonly headers: Record<string, string> = {}
+}
+
+const fakeRequest: RequestAccessors<FakeRequest> = {
+  ip: (req) => req.ip,
+  method: () => 'GET',
+  path: () => '/',
+  route: () => undefined,
+  header: () => undefined,
+}
+
+const fakeResponse: ResponseAccessors<FakeRequest, FakeResponse> = {
+  getHeader: (res, name) => res.headers[name],
+  setHeader: (res, name, value) => {
+    res.headers[name] = value
+  },
+  signal: () => new AbortController().signal,
+}
+
+const passed = (outcome: Outcome): boolean => outcome.action === 'pass'
+
+/**
+ * What an adapter runs per request, without the framework: `RateLimitEngine.admit` with
+ * the default options (sliding window, `keys.ip()`, draft-8 headers written through the
+ * response accessors), on a fresh fake request and response each time. `silent` builds it
+ * in a process whose `node:diagnostics_channel` cannot be found, so the engine's channels
+ * are plain objects nobody can subscribe to: the same engine with the events compiled out.
+ */
+function engineContender(silent: boolean): Contender {
+  return define<Outcome>({
+    id: silent ? 'sluice/sliding-window@engine-no-channels' : 'sluice/sliding-window@engine',
+    label: silent
+      ? 'sluice · RateLimitEngine.admit + headers, no diagnostics channels'
+      : 'sluice · RateLimitEngine.admit + headers',
+    short: 'sluice rate-limit engine',
+    side: 'sluice',
+    pkg: '@sluice/http',
+    shapes: silent ? ['hot'] : ['hot', 'keyed', 'churn', 'insert'],
+    ...(silent ? { execArgv: ['--import', import.meta.resolve('./no-channels.ts')] } : {}),
+    create(rate, options) {
+      const clock = options.clock ?? systemClock
+      const engine = new RateLimitEngine<FakeRequest, FakeResponse>(
+        {
+          limit: rate.limit,
+          window: rate.windowMs,
+          store: memoryStore({ maxKeys: options.maxKeys ?? options.keys, clock }),
+          clock,
+        },
+        fakeRequest,
+        fakeResponse,
+      )
+      return {
+        call: (ip) => engine.admit({ ip }, new FakeResponse()) as Outcome,
+        admitted: passed,
+      }
+    },
+  })
+}
+
+/** A bulkhead's slot taken and given back on a key with nothing else in flight. */
+const BULKHEAD_CONTENDERS: readonly Contender[] = [
+  define<boolean>({
+    id: 'sluice/concurrency@store',
+    label: 'sluice bulkhead · memoryStore.take + release (idle key)',
+    short: 'sluice bulkhead (memory store)',
+    side: 'sluice',
+    pkg: '@sluice/http',
+    shapes: ['hot'],
+    algorithm: 'concurrency',
+    create(_rate, options) {
+      const store = memoryStore({ maxKeys: options.keys, clock: options.clock ?? systemClock })
+      const policies: readonly Policy[] = [concurrencyPolicy(undefined, 20)]
+      return {
+        call(key) {
+          const taken = store.take(key, policies, 1)
+          const lease = taken.results[0]!.lease
+          if (lease !== undefined) store.release(key, policies[0]!, lease)
+          return taken.allowed
+        },
+        admitted: identity,
+      }
+    },
+  }),
+  define<boolean>({
+    id: 'sluice/concurrency@store-held',
+    label: 'sluice bulkhead · memoryStore.take + release (one slot held throughout)',
+    short: 'sluice bulkhead (memory store, busy key)',
+    side: 'sluice',
+    pkg: '@sluice/http',
+    shapes: ['hot'],
+    algorithm: 'concurrency',
+    create(_rate, options) {
+      const store = memoryStore({ maxKeys: options.keys, clock: options.clock ?? systemClock })
+      const policies: readonly Policy[] = [concurrencyPolicy(undefined, 20)]
+      const busy = new Set<string>()
+      return {
+        call(key) {
+          if (!busy.has(key)) {
+            busy.add(key)
+            store.take(key, policies, 1)
+          }
+          const taken = store.take(key, policies, 1)
+          const lease = taken.results[0]!.lease
+          if (lease !== undefined) store.release(key, policies[0]!, lease)
+          return taken.allowed
+        },
+        admitted: identity,
+      }
+    },
+  }),
+  define<boolean>({
+    id: 'sluice/concurrency@engine',
+    label: 'sluice bulkhead · BulkheadEngine.admit + done (idle key)',
+    short: 'sluice bulkhead engine',
+    side: 'sluice',
+    pkg: '@sluice/http',
+    shapes: ['hot'],
+    algorithm: 'concurrency',
+    create(_rate, options) {
+      const clock = options.clock ?? systemClock
+      const engine = new BulkheadEngine<FakeRequest, FakeResponse>(
+        { store: memoryStore({ maxKeys: options.keys, clock }), clock },
+        fakeRequest,
+        fakeResponse,
+      )
+      return {
+        call(ip) {
+          const outcome = engine.admit({ ip }, new FakeResponse()) as Outcome
+          outcome.done(false)
+          return outcome.action === 'pass'
+        },
+        admitted: identity,
+      }
+    },
+  }),
+]
 
 const require = createRequire(import.meta.url)
 
@@ -203,7 +364,7 @@ export const CONTENDERS: readonly Contender[] = [
     short: 'floor: inline GCRA',
     side: 'floor',
     pkg: '(inline)',
-    shapes: ['hot', 'keyed'],
+    shapes: ['hot', 'keyed', 'churn', 'insert'],
     create(rate) {
       const decide = inlineGcra(rate.limit, rate.windowMs)
       return { call: decide, admitted: identity }
@@ -222,6 +383,9 @@ export const CONTENDERS: readonly Contender[] = [
     },
   }),
   ...SLUICE_ALGORITHMS.flatMap(sluiceContenders),
+  engineContender(false),
+  engineContender(true),
+  ...BULKHEAD_CONTENDERS,
   define<boolean>({
     id: 'sluice/concurrency',
     label: 'sluice concurrency · tryAcquire + release',
@@ -248,7 +412,7 @@ export const CONTENDERS: readonly Contender[] = [
     short: 'express-rate-limit',
     side: 'peer',
     pkg: 'express-rate-limit',
-    shapes: ['hot', 'keyed'],
+    shapes: ['hot', 'keyed', 'insert'],
     create(rate) {
       const store = new ExpressMemoryStore()
       store.init({ windowMs: rate.windowMs } as Parameters<ExpressMemoryStore['init']>[0])
@@ -261,7 +425,7 @@ export const CONTENDERS: readonly Contender[] = [
     short: 'hono-rate-limiter',
     side: 'peer',
     pkg: 'hono-rate-limiter',
-    shapes: ['hot', 'keyed'],
+    shapes: ['hot', 'keyed', 'insert'],
     create(rate) {
       const store = new HonoMemoryStore()
       store.init({ windowMs: rate.windowMs } as Parameters<HonoMemoryStore['init']>[0])

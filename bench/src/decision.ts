@@ -1,5 +1,5 @@
 import { Child } from './child'
-import type { DecisionScenario } from './config'
+import { CONTENDER_FILTER, type DecisionScenario, type Shape } from './config'
 import { CONTENDERS, type Contender } from './contenders'
 import type { HeapLine } from './heap'
 import type { ProfileSummary } from './profile'
@@ -18,6 +18,10 @@ export interface ContenderResult {
   readonly vsFloor: Summary | undefined
   /** Retained heap (and off-heap) bytes per key after one decision per key. */
   readonly bytesPerKey: number | undefined
+  /** Bytes one decision allocates (garbage or kept), measured after the warm-up. */
+  readonly allocated: number | undefined
+  /** Whether the child's `@sluice/http` found `node:diagnostics_channel` ('none' if not). */
+  readonly channels: string | undefined
   /** Whether every check after a sample found the limit still unreached. */
   readonly alwaysAdmitted: boolean
   readonly error?: string
@@ -29,14 +33,33 @@ export interface ScenarioResult {
   readonly results: readonly ContenderResult[]
 }
 
-/** The contenders that take part in a scenario with this many keys. */
-export function contendersFor(keys: number): Contender[] {
-  const shape = keys === 1 ? 'hot' : 'keyed'
-  return CONTENDERS.filter((c) => c.shapes.includes(shape))
+/**
+ * The contenders that take part in a scenario of this shape (narrowed by
+ * `BENCH_CONTENDERS`; the floor always takes part, every ratio is taken against it).
+ */
+export function contendersFor(shape: Shape): Contender[] {
+  return CONTENDERS.filter(
+    (c) =>
+      c.shapes.includes(shape) &&
+      (CONTENDER_FILTER === undefined || c.id === FLOOR_ID || CONTENDER_FILTER.test(c.id)),
+  )
 }
 
-function job(id: string, keys: number, extra: { heapSnapshot?: true; profileMs?: number } = {}) {
-  return JSON.stringify({ id, keys, ...extra })
+/** What a decision worker is asked to do. */
+interface Job {
+  readonly shape: Shape
+  readonly keys: number
+  readonly maxKeys?: number | undefined
+  readonly heapSnapshot?: true
+  readonly profileMs?: number
+}
+
+function job(id: string, j: Job): string {
+  return JSON.stringify({ id, ...j })
+}
+
+function jobOf(scenario: DecisionScenario): Job {
+  return { shape: scenario.shape, keys: scenario.keys, maxKeys: scenario.maxKeys }
 }
 
 /**
@@ -53,15 +76,24 @@ export async function runDecisionScenario(
   const children: (Child | undefined)[] = []
   const errors = new Map<string, string>()
   const bytes = new Map<string, number>()
+  const allocated = new Map<string, number>()
+  const channels = new Map<string, string>()
   try {
     for (const c of contenders) {
       try {
-        const child = await Child.start('decision-worker.ts', [job(c.id, scenario.keys)], 'ready', {
-          execArgv: ['--max-old-space-size=6144'],
-          timeoutMs: 300_000,
-        })
+        const child = await Child.start(
+          'decision-worker.ts',
+          [job(c.id, jobOf(scenario))],
+          'ready',
+          {
+            execArgv: ['--max-old-space-size=6144', ...(c.execArgv ?? [])],
+            timeoutMs: 300_000,
+          },
+        )
         children.push(child)
-        bytes.set(c.id, Number(child.ready.bytesPerKey))
+        if (child.ready.bytesPerKey !== undefined) bytes.set(c.id, Number(child.ready.bytesPerKey))
+        allocated.set(c.id, Number(child.ready.allocated))
+        channels.set(c.id, String(child.ready.channels))
         log(
           `  ${c.id}: ready (${scenario.keys} key(s) in ${Number(child.ready.prefillMs).toFixed(0)} ms)`,
         )
@@ -106,6 +138,8 @@ export async function runDecisionScenario(
               ? undefined
               : pairedRatio(samples[i]!, floorSamples),
           bytesPerKey: bytes.get(c.id),
+          allocated: allocated.get(c.id),
+          channels: channels.get(c.id),
           alwaysAdmitted: admitted[i]!,
           ...(error === undefined ? {} : { error }),
         }
@@ -122,7 +156,7 @@ export async function runDecisionScenario(
  */
 export async function profileContender(
   id: string,
-  keys: number,
+  scenario: DecisionScenario,
   ms: number,
 ): Promise<ProfileSummary> {
   // V8's profiler charges an inlined function to the function it was inlined into, which
@@ -130,10 +164,10 @@ export async function profileContender(
   // Each call then costs a little more, but the split between functions is what is read.
   const child = await Child.start(
     'decision-worker.ts',
-    [job(id, keys, { profileMs: ms })],
+    [job(id, { ...jobOf(scenario), profileMs: ms })],
     'ready',
     {
-      execArgv: ['--no-turbo-inlining'],
+      execArgv: ['--no-turbo-inlining', ...(CONTENDERS.find((c) => c.id === id)?.execArgv ?? [])],
       timeoutMs: 300_000,
     },
   )
@@ -148,7 +182,7 @@ export async function profileContender(
 export async function heapOf(id: string, keys: number): Promise<readonly HeapLine[]> {
   const child = await Child.start(
     'decision-worker.ts',
-    [job(id, keys, { heapSnapshot: true })],
+    [job(id, { shape: 'keyed', keys, heapSnapshot: true })],
     'ready',
     { timeoutMs: 300_000 },
   )

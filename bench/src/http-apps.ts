@@ -1,17 +1,19 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { compilePolicy } from '@sluice/http/adapter'
 import { HOT_RATE } from './config'
 
 /** The frameworks of the HTTP overhead section. */
-export const FRAMEWORKS = ['express', 'koa', 'hono'] as const
+export const FRAMEWORKS = ['express', 'koa', 'hono', 'fastify'] as const
 export type Framework = (typeof FRAMEWORKS)[number]
 
 /**
- * The same hello-world app bare; with a middleware that only sets two constant RateLimit
- * headers (what writing sluice's default headers costs in this framework, with no limiter:
- * the bound for any middleware that sends them); with sluice's middleware; with the peer's.
+ * The same hello-world app bare; with a middleware that only sets the two RateLimit
+ * headers sluice sends, as constants (what writing them costs in this framework, with no
+ * limiter: the bound for any middleware that sends them); with sluice's rate limit; with
+ * the peer's; with sluice's bulkhead alone (default options).
  */
-export const VARIANTS = ['bare', 'headers', 'sluice', 'peer'] as const
+export const VARIANTS = ['bare', 'headers', 'sluice', 'peer', 'bulkhead'] as const
 export type Variant = (typeof VARIANTS)[number]
 
 /** Each framework's peer middleware. */
@@ -19,6 +21,7 @@ export const PEER_MIDDLEWARE: Record<Framework, string> = {
   express: 'express-rate-limit',
   koa: 'koa-ratelimit',
   hono: 'hono-rate-limiter',
+  fastify: '@fastify/rate-limit',
 }
 
 /** The sluice adapter of each framework. */
@@ -26,15 +29,22 @@ export const SLUICE_ADAPTER: Record<Framework, string> = {
   express: '@sluice/express',
   koa: '@sluice/koa',
   hono: '@sluice/hono',
+  fastify: '@sluice/fastify',
 }
 
 const BODY = 'hello world'
 
-/** sluice's default (draft-8) headers for one policy, as it sends them at this rate. */
-const HEADERS = {
-  RateLimit: '"default";r=999999999;t=3600',
-  'RateLimit-Policy': '"default";q=1000000000;w=3600',
-} as const
+/**
+ * sluice's default (draft-8) headers for its default policy at the hot rate, as it sends
+ * them after the first request (a sliding window's `t` is at most its window).
+ */
+function headersOf({ limit, windowMs }: AppRate): Record<string, string> {
+  const name = compilePolicy({ limit, window: windowMs }, 'bench').name
+  return {
+    'RateLimit-Policy': `"${name}";q=${limit};w=${Math.ceil(windowMs / 1000)}`,
+    RateLimit: `"${name}";r=${limit - 1};t=${Math.ceil(windowMs / 10_000)}`,
+  }
+}
 
 /** A listening server on 127.0.0.1. */
 export interface RunningApp {
@@ -65,12 +75,14 @@ export interface AppRate {
   readonly windowMs: number
 }
 
-async function expressApp(variant: Variant, { limit, windowMs }: AppRate): Promise<RunningApp> {
+async function expressApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
+  const { limit, windowMs } = rate
   const { default: express } = await import('express')
   const app = express()
   if (variant === 'headers') {
+    const headers = Object.entries(headersOf(rate))
     app.use((_req, res, next) => {
-      for (const [name, value] of Object.entries(HEADERS)) res.setHeader(name, value)
+      for (const [name, value] of headers) res.setHeader(name, value)
       next()
     })
   } else if (variant === 'sluice') {
@@ -79,6 +91,9 @@ async function expressApp(variant: Variant, { limit, windowMs }: AppRate): Promi
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit')
     app.use(rateLimit({ limit, windowMs }))
+  } else if (variant === 'bulkhead') {
+    const { bulkhead } = await import('@sluice/express')
+    app.use(bulkhead())
   }
   app.get('/', (_req, res) => {
     res.send(BODY)
@@ -86,12 +101,14 @@ async function expressApp(variant: Variant, { limit, windowMs }: AppRate): Promi
   return listen(createServer(app))
 }
 
-async function koaApp(variant: Variant, { limit, windowMs }: AppRate): Promise<RunningApp> {
+async function koaApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
+  const { limit, windowMs } = rate
   const { default: Koa } = await import('koa')
   const app = new Koa()
   if (variant === 'headers') {
+    const headers = headersOf(rate)
     app.use(async (ctx, next) => {
-      ctx.set(HEADERS)
+      ctx.set(headers)
       await next()
     })
   } else if (variant === 'sluice') {
@@ -100,6 +117,9 @@ async function koaApp(variant: Variant, { limit, windowMs }: AppRate): Promise<R
   } else if (variant === 'peer') {
     const { default: ratelimit } = await import('koa-ratelimit')
     app.use(ratelimit({ driver: 'memory', db: new Map(), duration: windowMs, max: limit }))
+  } else if (variant === 'bulkhead') {
+    const { bulkhead } = await import('@sluice/koa')
+    app.use(bulkhead())
   }
   app.use((ctx) => {
     ctx.body = BODY
@@ -107,14 +127,16 @@ async function koaApp(variant: Variant, { limit, windowMs }: AppRate): Promise<R
   return listen(createServer(app.callback()))
 }
 
-async function honoApp(variant: Variant, { limit, windowMs }: AppRate): Promise<RunningApp> {
+async function honoApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
+  const { limit, windowMs } = rate
   const { Hono } = await import('hono')
   const { getRequestListener } = await import('@hono/node-server')
   const { getConnInfo } = await import('@hono/node-server/conninfo')
   const app = new Hono()
   if (variant === 'headers') {
+    const headers = Object.entries(headersOf(rate))
     app.use(async (c, next) => {
-      for (const [name, value] of Object.entries(HEADERS)) c.header(name, value)
+      for (const [name, value] of headers) c.header(name, value)
       await next()
     })
   } else if (variant === 'sluice') {
@@ -130,9 +152,45 @@ async function honoApp(variant: Variant, { limit, windowMs }: AppRate): Promise<
         keyGenerator: (c) => getConnInfo(c).remote.address ?? '',
       }),
     )
+  } else if (variant === 'bulkhead') {
+    const { bulkhead } = await import('@sluice/hono')
+    app.use(bulkhead())
   }
   app.get('/', (c) => c.text(BODY))
   return listen(createServer(getRequestListener(app.fetch)))
+}
+
+async function fastifyApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
+  const { limit, windowMs } = rate
+  const { default: Fastify } = await import('fastify')
+  const app = Fastify()
+  if (variant === 'headers') {
+    const headers = Object.entries(headersOf(rate))
+    app.addHook('onRequest', (_request, reply, done) => {
+      for (const [name, value] of headers) reply.header(name, value)
+      done()
+    })
+  } else if (variant === 'sluice') {
+    const { rateLimit } = await import('@sluice/fastify')
+    app.addHook('onRequest', rateLimit({ limit, window: windowMs }))
+  } else if (variant === 'peer') {
+    const { default: fastifyRateLimit } = await import('@fastify/rate-limit')
+    await app.register(fastifyRateLimit, { max: limit, timeWindow: windowMs })
+  } else if (variant === 'bulkhead') {
+    const { bulkhead } = await import('@sluice/fastify')
+    app.addHook('onRequest', bulkhead())
+  }
+  app.get('/', (_request, reply) => {
+    reply.type('text/plain; charset=utf-8').send(BODY)
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return {
+    port: (app.server.address() as AddressInfo).port,
+    close: async () => {
+      app.server.closeAllConnections()
+      await app.close()
+    },
+  }
 }
 
 /**
@@ -160,5 +218,7 @@ export function startApp(
       return koaApp(variant, rate)
     case 'hono':
       return honoApp(variant, rate)
+    case 'fastify':
+      return fastifyApp(variant, rate)
   }
 }

@@ -1,5 +1,5 @@
 import { Child } from './child'
-import { HTTP } from './config'
+import { FRAMEWORK_FILTER, HTTP, VARIANT_FILTER } from './config'
 import { FRAMEWORKS, type Framework, VARIANTS, type Variant } from './http-apps'
 import { type LoadResult, load, probe } from './http-load'
 import { compareProfiles, type ProfileComparison, type ProfileSummary } from './profile'
@@ -64,21 +64,30 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!
 }
 
+/** The variants measured: all, or those `BENCH_VARIANTS` names (bare always, for the ratios). */
+function variantsToRun(): readonly Variant[] {
+  return VARIANT_FILTER === undefined
+    ? VARIANTS
+    : VARIANTS.filter((v) => v === 'bare' || VARIANT_FILTER!.includes(v))
+}
+
 /**
- * The HTTP overhead of one framework: its bare, headers-only, sluice and peer apps each in
- * a child process, warmed up, then loaded in alternating rounds (bare, headers, sluice,
- * peer, bare, …) so each middleware's ratio to bare is taken against a run seconds away.
+ * The HTTP overhead of one framework: its bare, headers-only, sluice, peer and bulkhead
+ * apps each in a child process, warmed up, then loaded in alternating rounds (bare,
+ * headers, sluice, peer, bulkhead, bare, …) so each middleware's ratio to bare, and
+ * sluice's to the peer, is taken against a run seconds away.
  */
 export async function runFramework(
   framework: Framework,
   log: (line: string) => void,
   options: { profileBelow?: number } = {},
 ): Promise<AppResult[]> {
+  const variants = variantsToRun()
   const servers = new Map<Variant, Child>()
   const errors = new Map<Variant, string>()
   const probes = new Map<Variant, { status: number; rateLimitHeaders: string[] }>()
   try {
-    for (const variant of VARIANTS) {
+    for (const variant of variants) {
       try {
         const server = await startServer(framework, variant)
         servers.set(variant, server)
@@ -91,14 +100,14 @@ export async function runFramework(
         log(`  ${framework}/${variant}: unavailable — ${errors.get(variant)}`)
       }
     }
-    const runs = new Map<Variant, ServerRun[]>(VARIANTS.map((v) => [v, []]))
+    const runs = new Map<Variant, ServerRun[]>(variants.map((v) => [v, []]))
     for (let round = 0; round < HTTP.rounds; round++) {
-      for (const variant of VARIANTS) {
+      for (const variant of variants) {
         const server = servers.get(variant)
         if (server === undefined || errors.has(variant)) continue
         runs.get(variant)!.push(await run(server, HTTP.duration))
       }
-      const line = VARIANTS.map((v) => {
+      const line = variants.map((v) => {
         const last = runs.get(v)!.at(-1)
         return last === undefined
           ? `${v} —`
@@ -108,7 +117,7 @@ export async function runFramework(
     }
     const bare = runs.get('bare')!
     const results: AppResult[] = []
-    for (const variant of VARIANTS) {
+    for (const variant of variants) {
       const own = runs.get(variant)!
       const paired = variant !== 'bare' && bare.length > 0 && own.length > 0
       const vsBare = paired
@@ -167,6 +176,9 @@ export async function runHttp(
   options: { profileBelow?: number } = {},
 ): Promise<AppResult[]> {
   const results: AppResult[] = []
-  for (const framework of FRAMEWORKS) results.push(...(await runFramework(framework, log, options)))
+  for (const framework of FRAMEWORKS) {
+    if (FRAMEWORK_FILTER !== undefined && !FRAMEWORK_FILTER.includes(framework)) continue
+    results.push(...(await runFramework(framework, log, options)))
+  }
   return results
 }

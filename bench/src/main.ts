@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { runAdaptive } from './adaptive/run'
-import { DECISION_SCENARIOS, QUICK } from './config'
+import { QUICK, runs, scenariosToRun } from './config'
 import {
   contendersFor,
   heapOf,
@@ -34,20 +34,31 @@ async function main(): Promise<void> {
     `sluice bench${QUICK ? ' (quick)' : ''}: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`,
   )
 
-  log(`\n[${elapsed()}] Exactness`)
-  const exactness = await runExactness()
-
-  log(`\n[${elapsed()}] Adaptive concurrency (simulated)`)
-  const adaptive = runAdaptive(log)
-
-  const decision: ScenarioResult[] = []
-  for (const scenario of DECISION_SCENARIOS) {
-    log(`\n[${elapsed()}] Decision cost: ${scenario.title}`)
-    decision.push(await runDecisionScenario(scenario, contendersFor(scenario.keys), log))
+  let exactness: Awaited<ReturnType<typeof runExactness>> = []
+  if (runs('exactness')) {
+    log(`\n[${elapsed()}] Exactness`)
+    exactness = await runExactness()
   }
 
-  log(`\n[${elapsed()}] HTTP overhead`)
-  const http = await runHttp(log, { profileBelow: HTTP_FRACTION })
+  let adaptive: ReturnType<typeof runAdaptive> | undefined
+  if (runs('adaptive')) {
+    log(`\n[${elapsed()}] Adaptive concurrency (simulated)`)
+    adaptive = runAdaptive(log)
+  }
+
+  const decision: ScenarioResult[] = []
+  if (runs('decision')) {
+    for (const scenario of scenariosToRun()) {
+      log(`\n[${elapsed()}] Decision cost: ${scenario.title}`)
+      decision.push(await runDecisionScenario(scenario, contendersFor(scenario.shape), log))
+    }
+  }
+
+  let http: Awaited<ReturnType<typeof runHttp>> = []
+  if (runs('http')) {
+    log(`\n[${elapsed()}] HTTP overhead`)
+    http = await runHttp(log, { profileBelow: HTTP_FRACTION })
+  }
 
   const targets = evaluateTargets({ decision, http })
   const cpu = new Map<string, ProfileSummary>()
@@ -56,9 +67,14 @@ async function main(): Promise<void> {
   if (missed.length > 0) log(`\n[${elapsed()}] Evidence for ${missed.length} missed target(s)`)
   for (const { evidence } of missed) {
     try {
-      if (evidence?.kind === 'cpu' && !cpu.has(evidence.contender)) {
-        log(`  CPU profile of ${evidence.contender}`)
-        cpu.set(evidence.contender, await profileContender(evidence.contender, evidence.keys, 1500))
+      const scenario =
+        evidence?.kind === 'cpu'
+          ? decision.find((s) => s.scenario.name === evidence.scenario)?.scenario
+          : undefined
+      const cpuKey = evidence?.kind === 'cpu' ? `${evidence.contender}@${evidence.scenario}` : ''
+      if (evidence?.kind === 'cpu' && scenario !== undefined && !cpu.has(cpuKey)) {
+        log(`  CPU profile of ${evidence.contender} (${scenario.title})`)
+        cpu.set(cpuKey, await profileContender(evidence.contender, scenario, 1500))
       } else if (evidence?.kind === 'heap' && !heap.has(evidence.contender)) {
         // Two heap snapshots of a million keys would take minutes; at 100,000 the split
         // per key is the same (the store's LRU is sized to the keys either way) and the
@@ -85,16 +101,26 @@ async function main(): Promise<void> {
     targets,
     evidence: { cpu, heap },
   })
-  writeFileSync(RESULTS, markdown)
+  // A partial run (BENCH_SECTIONS, BENCH_SCENARIOS, ...) would overwrite the full one.
+  const partial = [
+    'BENCH_SECTIONS',
+    'BENCH_SCENARIOS',
+    'BENCH_CONTENDERS',
+    'BENCH_FRAMEWORKS',
+    'BENCH_VARIANTS',
+  ].some((name) => (process.env[name] ?? '') !== '')
+  const out = partial ? RESULTS.replace(/\.md$/, '.partial.md') : RESULTS
+  writeFileSync(out, markdown)
 
   log(`\n[${elapsed()}] Targets`)
   for (const t of targets) {
+    if (t.met === undefined && t.measured === 'not measured') continue
     const verdict = t.met === undefined ? 'n/a   ' : t.met ? 'met   ' : 'MISSED'
     log(
-      `  ${verdict} ${t.target.replaceAll('`', '')}: ${t.measured}${t.miss ? ` — ${t.miss}` : ''}`,
+      `  ${verdict} #${t.issue} ${t.target.replaceAll('`', '')}: ${t.measured}${t.miss ? ` — ${t.miss}` : ''}`,
     )
   }
-  log(`\nWrote ${RESULTS}`)
+  log(`\nWrote ${out}`)
 }
 
 main().catch((error: unknown) => {

@@ -2,12 +2,14 @@ import { ALGORITHMS } from '@sluice/core'
 import type { ContenderResult, ScenarioResult } from './decision'
 import type { HeapLine } from './heap'
 import type { AppResult } from './http'
-import type { Framework } from './http-apps'
+import { FRAMEWORKS, type Framework, PEER_MIDDLEWARE } from './http-apps'
 import type { ProfileSummary } from './profile'
-import { pairedRatio, type Summary } from './stats'
+import { pairedRatio, type Summary, summarize } from './stats'
 
-/** One target of issue 7, measured. */
+/** One target of an issue, measured. */
 export interface TargetRow {
+  /** The issue that set it. */
+  readonly issue: number
   readonly target: string
   readonly measured: string
   /** `undefined` when it could not be measured in this run. */
@@ -20,7 +22,7 @@ export interface TargetRow {
 
 /** What to profile for a missed target. */
 export type Evidence =
-  | { readonly kind: 'cpu'; readonly contender: string; readonly keys: number }
+  | { readonly kind: 'cpu'; readonly contender: string; readonly scenario: string }
   | { readonly kind: 'heap'; readonly contender: string }
   | { readonly kind: 'http'; readonly framework: Framework }
 
@@ -70,12 +72,23 @@ function find(scenario: ScenarioResult | undefined, id: string): ContenderResult
  * within the same round.
  */
 export function evaluateTargets(measured: Measured): TargetRow[] {
-  const rows: TargetRow[] = []
-  const hot = measured.decision.find((s) => s.scenario.keys === 1)
-  const large = measured.decision.reduce<ScenarioResult | undefined>(
-    (best, s) => (best === undefined || s.scenario.keys > best.scenario.keys ? s : best),
-    undefined,
-  )
+  return [...issue7(measured), ...issue13(measured)]
+}
+
+/** The keyed scenario with the most keys: where memory per key is read. */
+export function largestKeyed(decision: readonly ScenarioResult[]): ScenarioResult | undefined {
+  return decision
+    .filter((s) => s.scenario.shape === 'keyed')
+    .reduce<ScenarioResult | undefined>(
+      (best, s) => (best === undefined || s.scenario.keys > best.scenario.keys ? s : best),
+      undefined,
+    )
+}
+
+function issue7(measured: Measured): TargetRow[] {
+  const rows: Omit<TargetRow, 'issue'>[] = []
+  const hot = measured.decision.find((s) => s.scenario.shape === 'hot')
+  const large = largestKeyed(measured.decision)
 
   for (const algorithm of ALGORITHMS) {
     const id = `sluice/${algorithm}`
@@ -95,7 +108,7 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
         ? {}
         : {
             miss: `${((ratio / HOT_FLOOR_FACTOR - 1) * 100).toFixed(0)}% over the bound`,
-            evidence: { kind: 'cpu', contender: id, keys: 1 },
+            evidence: { kind: 'cpu', contender: id, scenario: 'hot' },
           }),
     })
   }
@@ -120,7 +133,7 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
         ? {}
         : {
             miss: `${((worst.ratio.median - 1) * 100).toFixed(0)}% slower`,
-            evidence: { kind: 'cpu', contender: worst.r.contender.id, keys: 1 },
+            evidence: { kind: 'cpu', contender: worst.r.contender.id, scenario: 'hot' },
           }),
     })
   }
@@ -142,7 +155,7 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
           ? {}
           : {
               miss: `${((ratio.median / FIXED_VS_HONO_FACTOR - 1) * 100).toFixed(0)}% over the bound`,
-              evidence: { kind: 'cpu', contender: 'sluice/fixed-window', keys: 1 },
+              evidence: { kind: 'cpu', contender: 'sluice/fixed-window', scenario: 'hot' },
             }),
       })
     }
@@ -211,5 +224,282 @@ export function evaluateTargets(measured: Measured): TargetRow[] {
           }),
     })
   }
-  return rows
+  return rows.map((row) => ({ issue: 7, ...row }))
+}
+
+/** Issue 13's bounds, as ratios to the inline-GCRA floor measured in the same rounds. */
+export const STORE_HOT_FACTOR = 1.3
+export const STORE_KEYED_FACTOR = 1.5
+export const ENGINE_FACTOR = 2
+export const INSERT_FACTOR = 1.5
+/** Bytes a decision may allocate beyond the same decision on a key that stays put. */
+export const CHURN_ALLOWANCE = 8
+/** sluice's own CPU per request over an app that writes the same headers, µs. */
+export const OWN_CPU_US = 2
+export const BULKHEAD_FRACTION = 0.95
+/** The most the unsubscribed events may add to an engine decision (median paired ratio). */
+export const EVENTS_FACTOR = 1.02
+
+const RATE_ALGORITHMS = ALGORITHMS.filter((a) => a !== 'concurrency')
+
+function scenarioOf(measured: Measured, name: string): ScenarioResult | undefined {
+  return measured.decision.find((s) => s.scenario.name === name)
+}
+
+/** A "≤ factor × floor" row for one contender in one scenario. */
+function floorRow(
+  scenario: ScenarioResult | undefined,
+  id: string,
+  factor: number,
+  target: string,
+): Omit<TargetRow, 'issue'> {
+  const result = find(scenario, id)
+  if (!usable(result) || result.vsFloor === undefined) {
+    return { target, measured: 'not measured', met: undefined }
+  }
+  const ratio = result.vsFloor.median
+  const met = ratio <= factor
+  return {
+    target,
+    measured: `${ratioText(result.vsFloor)}, ${result.ns.median.toFixed(1)} ns`,
+    met,
+    ...(met
+      ? {}
+      : {
+          miss: `${((ratio / factor - 1) * 100).toFixed(0)}% over the bound`,
+          evidence: { kind: 'cpu', contender: id, scenario: scenario!.scenario.name },
+        }),
+  }
+}
+
+function bytes(n: number | undefined): string {
+  return n === undefined || !Number.isFinite(n) ? 'n/a' : `${n.toFixed(1)} B`
+}
+
+/** Round-by-round pairs of two HTTP apps of one framework (same round, seconds apart). */
+function httpPairs(
+  http: readonly AppResult[],
+  framework: Framework,
+  a: AppResult['variant'],
+  b: AppResult['variant'],
+): { a: AppResult; b: AppResult } | undefined {
+  const first = http.find((r) => r.framework === framework && r.variant === a)
+  const second = http.find((r) => r.framework === framework && r.variant === b)
+  if (first === undefined || second === undefined) return undefined
+  if (first.error !== undefined || second.error !== undefined) return undefined
+  if (first.runs.length === 0 || second.runs.length === 0) return undefined
+  return { a: first, b: second }
+}
+
+function issue13(measured: Measured): TargetRow[] {
+  const rows: Omit<TargetRow, 'issue'>[] = []
+  const hot = scenarioOf(measured, 'hot')
+  const keyed = scenarioOf(measured, '10k')
+  const insert = scenarioOf(measured, 'insert')
+  const churn = scenarioOf(measured, 'churn')
+  const large = largestKeyed(measured.decision)
+
+  for (const algorithm of RATE_ALGORITHMS) {
+    const id = `sluice/${algorithm}@store`
+    rows.push(
+      floorRow(
+        hot,
+        id,
+        STORE_HOT_FACTOR,
+        `\`memoryStore.take\`, ${algorithm}, hot key: ≤ ${STORE_HOT_FACTOR}× the floor`,
+      ),
+    )
+  }
+  for (const algorithm of RATE_ALGORITHMS) {
+    const id = `sluice/${algorithm}@store`
+    rows.push(
+      floorRow(
+        keyed,
+        id,
+        STORE_KEYED_FACTOR,
+        `\`memoryStore.take\`, ${algorithm}, 10,000 keys: ≤ ${STORE_KEYED_FACTOR}× the floor`,
+      ),
+    )
+  }
+  for (const [scenario, name] of [
+    [hot, 'hot key'],
+    [keyed, '10,000 keys'],
+  ] as const) {
+    rows.push(
+      floorRow(
+        scenario,
+        'sluice/sliding-window@engine',
+        ENGINE_FACTOR,
+        `Engine \`admit\` + headers (default policy), ${name}: ≤ ${ENGINE_FACTOR}× the floor`,
+      ),
+    )
+  }
+  for (const algorithm of RATE_ALGORITHMS) {
+    rows.push(
+      floorRow(
+        insert,
+        `sluice/${algorithm}@store`,
+        INSERT_FACTOR,
+        `\`memoryStore.take\`, ${algorithm}, a new key: ≤ ${INSERT_FACTOR}× the floor's insert`,
+      ),
+    )
+  }
+
+  for (const algorithm of RATE_ALGORITHMS) {
+    const id = `sluice/${algorithm}@store`
+    const keys = large?.scenario.keys ?? 0
+    const target = `Memory store, ${algorithm}: ≤ ${BYTES_PER_KEY} bytes per key at 1,000,000 keys`
+    const result = find(large, id)
+    if (result?.bytesPerKey === undefined || !Number.isFinite(result.bytesPerKey)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+      continue
+    }
+    if (keys < 1_000_000) {
+      rows.push({
+        target,
+        measured: `${result.bytesPerKey.toFixed(1)} B/key at ${keys.toLocaleString('en-US')} keys (not a 1M run)`,
+        met: undefined,
+      })
+      continue
+    }
+    const met = result.bytesPerKey <= BYTES_PER_KEY
+    rows.push({
+      target,
+      measured: `${result.bytesPerKey.toFixed(1)} B/key`,
+      met,
+      ...(met
+        ? {}
+        : {
+            miss: `${(result.bytesPerKey - BYTES_PER_KEY).toFixed(0)} B/key over`,
+            evidence: { kind: 'heap', contender: id },
+          }),
+    })
+  }
+
+  for (const algorithm of RATE_ALGORITHMS) {
+    const id = `sluice/${algorithm}@store`
+    const target = `Key churn at \`maxKeys\`, ${algorithm}: allocates nothing per decision (≤ ${CHURN_ALLOWANCE} B over the same take on a hot key)`
+    const churned = find(churn, id)?.allocated
+    const steady = find(hot, id)?.allocated
+    if (churned === undefined || steady === undefined || !Number.isFinite(churned + steady)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+      continue
+    }
+    const met = churned - steady <= CHURN_ALLOWANCE
+    rows.push({
+      target,
+      measured: `${bytes(churned)} per decision under churn, ${bytes(steady)} on a hot key (its result objects)`,
+      met,
+      ...(met ? {} : { miss: `${(churned - steady).toFixed(0)} B per decision of state` }),
+    })
+  }
+
+  {
+    const target =
+      'A bulkhead on an idle key allocates nothing per request (take + release: no more than on a key with a slot held throughout)'
+    const idle = find(hot, 'sluice/concurrency@store')?.allocated
+    const held = find(hot, 'sluice/concurrency@store-held')?.allocated
+    if (idle === undefined || held === undefined || !Number.isFinite(idle + held)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+    } else {
+      const met = idle - held <= CHURN_ALLOWANCE
+      rows.push({
+        target,
+        measured: `${bytes(idle)} per take + release on an idle key, ${bytes(held)} on a busy one`,
+        met,
+        ...(met ? {} : { miss: `${(idle - held).toFixed(0)} B per request of state` }),
+      })
+    }
+  }
+
+  {
+    const target = `Events: nothing measurable while nobody subscribes (engine \`admit\` ≤ ${EVENTS_FACTOR}× the same engine without diagnostics channels, range through 1)`
+    const real = find(hot, 'sluice/sliding-window@engine')
+    const silent = find(hot, 'sluice/sliding-window@engine-no-channels')
+    if (!usable(real) || !usable(silent)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+    } else {
+      const ratio = pairedRatio(real.samples, silent.samples)
+      const met = ratio.median <= EVENTS_FACTOR && ratio.min <= 1
+      rows.push({
+        target,
+        measured: `${ratioText(ratio)} (${real.ns.median.toFixed(1)} vs ${silent.ns.median.toFixed(1)} ns${silent.channels === 'none' ? '' : `; ⚠ the control found ${silent.channels}`})`,
+        met,
+        ...(met ? {} : { miss: `${((ratio.median - 1) * 100).toFixed(1)}% slower` }),
+      })
+    }
+  }
+
+  for (const framework of FRAMEWORKS) {
+    const peer = PEER_MIDDLEWARE[framework]
+    {
+      const target = `${framework}, headers on: sluice ahead of ${peer} in req/s`
+      const pair = httpPairs(measured.http, framework, 'sluice', 'peer')
+      if (pair === undefined) {
+        rows.push({ target, measured: 'not measured', met: undefined })
+      } else {
+        const ratio = pairedRatio(
+          pair.a.runs.map((r) => r.rps),
+          pair.b.runs.map((r) => r.rps),
+        )
+        const met = ratio.median > 1
+        rows.push({
+          target,
+          measured: `${ratioText(ratio)} of the peer's req/s over ${ratio.n} pairs (${Math.round(pair.a.rps.median)} vs ${Math.round(pair.b.rps.median)} req/s)`,
+          met,
+          ...(met
+            ? {}
+            : {
+                miss: `${((1 - ratio.median) * 100).toFixed(1)}% behind`,
+                evidence: { kind: 'http', framework },
+              }),
+        })
+      }
+    }
+    {
+      const target = `${framework}: sluice's own CPU per request over an app writing the same headers ≤ ${OWN_CPU_US} µs`
+      const pair = httpPairs(measured.http, framework, 'sluice', 'headers')
+      if (pair === undefined) {
+        rows.push({ target, measured: 'not measured', met: undefined })
+      } else {
+        const n = Math.min(pair.a.runs.length, pair.b.runs.length)
+        const diff = summarize(
+          Array.from({ length: n }, (_, i) => pair.a.runs[i]!.cpuUs - pair.b.runs[i]!.cpuUs),
+        )
+        const met = diff.median <= OWN_CPU_US
+        const us = (x: number) => `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(2)}`
+        rows.push({
+          target,
+          measured: `${us(diff.median)} µs (${us(diff.min)} to ${us(diff.max)}) over ${n} pairs`,
+          met,
+          ...(met
+            ? {}
+            : {
+                miss: `${(diff.median - OWN_CPU_US).toFixed(2)} µs over`,
+                evidence: { kind: 'http', framework },
+              }),
+        })
+      }
+    }
+    {
+      const target = `${framework}: a bulkhead alone ≥ ${BULKHEAD_FRACTION} of bare req/s`
+      const app = measured.http.find((a) => a.framework === framework && a.variant === 'bulkhead')
+      if (app === undefined || app.error !== undefined || app.vsBare === undefined) {
+        rows.push({ target, measured: 'not measured', met: undefined })
+      } else {
+        const met = app.vsBare.median >= BULKHEAD_FRACTION
+        rows.push({
+          target,
+          measured: `${app.vsBare.median.toFixed(3)} (${app.vsBare.min.toFixed(3)}–${app.vsBare.max.toFixed(3)}); server CPU over bare ${app.addedCpuUs === undefined ? 'n/a' : `${app.addedCpuUs.median.toFixed(1)} µs`}`,
+          met,
+          ...(met
+            ? {}
+            : {
+                miss: `${((BULKHEAD_FRACTION - app.vsBare.median) * 100).toFixed(1)} points short`,
+              }),
+        })
+      }
+    }
+  }
+  return rows.map((row) => ({ issue: 13, ...row }))
 }

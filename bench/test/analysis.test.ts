@@ -106,7 +106,14 @@ describe('heap breakdown', () => {
 
 describe('targets', () => {
   const scenario = (keys: number, results: [string, number[], number?][]): ScenarioResult => ({
-    scenario: { name: String(keys), title: String(keys), keys, rounds: 3, sampleMs: 1 },
+    scenario: {
+      name: keys === 1 ? 'hot' : String(keys),
+      title: String(keys),
+      shape: keys === 1 ? 'hot' : 'keyed',
+      keys,
+      rounds: 3,
+      sampleMs: 1,
+    },
     results: results.map(([id, samples, bytesPerKey]): ContenderResult => {
       const c = CONTENDERS.find((x) => x.id === id)!
       const floor = results.find(([x]) => x === 'floor/gcra-map')![1]
@@ -116,6 +123,8 @@ describe('targets', () => {
         ns: summarize(samples),
         vsFloor: pairedRatio(samples, floor),
         bytesPerKey,
+        allocated: undefined,
+        channels: undefined,
         alwaysAdmitted: true,
       }
     }),
@@ -157,7 +166,11 @@ describe('targets', () => {
     const sliding = row('sliding-window: ≤ 1.15×')
     expect(sliding.met).toBe(false)
     expect(sliding.miss).toBe('9% over the bound')
-    expect(sliding.evidence).toEqual({ kind: 'cpu', contender: 'sluice/sliding-window', keys: 1 })
+    expect(sliding.evidence).toEqual({
+      kind: 'cpu',
+      contender: 'sluice/sliding-window',
+      scenario: 'hot',
+    })
     expect(row('leaky-bucket: ≤ 1.15×').met).toBeUndefined()
   })
 
