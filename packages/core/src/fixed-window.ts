@@ -1,4 +1,5 @@
 import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import type { Quota } from './keyed'
 import { invalidPermits, isPermitCount, nudge } from './options'
 import type {
   Clock,
@@ -13,14 +14,16 @@ import { type Waitable, WaitQueue } from './wait-queue'
 
 type FixedWindowSpec = Extract<NormalizedSpec, { algorithm: 'fixed-window' }>
 
-class FixedWindowLimiter implements CompactRateLimiter, Waitable {
+export class FixedWindowLimiter implements CompactRateLimiter, Waitable {
   readonly freshState = -1
   readonly name: string
   readonly limit: number
   readonly windowMs: number
   private readonly clock: Clock
-  private window = Number.NEGATIVE_INFINITY
-  private count = 0
+  // The window counted in and its count: the whole state. The keyed kernel (`keyed.ts`)
+  // keeps both per key in a slab and sets them here to decide for a key.
+  window = Number.NEGATIVE_INFINITY
+  count = 0
   private readonly queue: WaitQueue
   /**
    * Compact state is `(window mod cycle) · (limit + 1) + count`: only the current window's
@@ -87,6 +90,22 @@ class FixedWindowLimiter implements CompactRateLimiter, Waitable {
     if (!isPermitCount(permits)) throw invalidPermits('fixedWindow.retryAfterMs', permits)
     if (permits > this.limit) return Number.POSITIVE_INFINITY
     return this.delay(permits)
+  }
+
+  /**
+   * What a store reports after a decision for `permits`, in one pass at one reading of
+   * the clock: `availablePermits()`, `retryAfterMs(available + 1)` (0 when the window is
+   * unused) and, for a refusal, `retryAfterMs(permits)`.
+   */
+  quota(permits: number, allowed: boolean, out: Quota): void {
+    const available = this.availablePermits()
+    out.available = available
+    out.resetMs = available < this.limit ? this.delay(available + 1) : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : permits > this.limit
+        ? Number.POSITIVE_INFINITY
+        : this.delay(permits)
   }
 
   delay(permits: number): number {

@@ -1,4 +1,5 @@
 import { RateLimitError } from './errors'
+import type { Quota } from './keyed'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
 import type { Clock, CompactRateLimiter, RateLimiter, WaitOptions } from './types'
 import { rangeError, readPositiveDuration } from './validation'
@@ -68,7 +69,11 @@ export abstract class GcraLimiter implements RateLimiter {
    * '0.1ms') or the warm-up ramp produce fractions, and those must not cost a permit.
    */
   protected readonly slack: number
-  protected tat = Number.NEGATIVE_INFINITY
+  /**
+   * The theoretical arrival time, in ticks: the whole state outside of waits. Read and
+   * written directly by the keyed kernels (`keyed.ts`) that keep it per key in a slab.
+   */
+  tat = Number.NEGATIVE_INFINITY
   /** Reservations of waiting `acquire` calls, in slot order. */
   private readonly reservations: Reservation[] = []
 
@@ -129,6 +134,23 @@ export abstract class GcraLimiter implements RateLimiter {
     if (!isPermitCount(permits)) throw invalidPermits(`${this.factory}.retryAfterMs`, permits)
     if (permits > this.capacity) return Number.POSITIVE_INFINITY
     return this.delayAt(this.clock.now(), permits)
+  }
+
+  /**
+   * What a store reports after a decision for `permits`, in one pass at one reading of
+   * the clock: `availablePermits()`, `retryAfterMs(available + 1)` (0 when that can never
+   * pass: the bucket is full) and, for a refusal, `retryAfterMs(permits)`.
+   */
+  quota(permits: number, allowed: boolean, out: Quota): void {
+    const ms = this.clock.now()
+    const available = this.availablePermits()
+    out.available = available
+    out.resetMs = available < this.capacity ? this.delayAt(ms, available + 1) : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : permits > this.capacity
+        ? Number.POSITIVE_INFINITY
+        : this.delayAt(ms, permits)
   }
 
   resetMs(): number {

@@ -1,4 +1,5 @@
 import { type AlgorithmDefinition, buildLimiter } from './algorithm'
+import type { Quota } from './keyed'
 import { invalidPermits, isPermitCount, nudge } from './options'
 import type { Clock, NormalizedSpec, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
 import { readInteger, readPositiveDuration, readPositiveInteger } from './validation'
@@ -9,26 +10,45 @@ type SlidingWindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' }
 /** Most slots a window may be cut into: every key keeps `slots + 1` counters. */
 const MAX_SLOTS = 10_000
 
-class SlidingWindowLimiter implements RateLimiter, Waitable {
+/** Counts of a sliding window: the narrowest unsigned integers that hold its limit. */
+export type Counts = Uint8Array | Uint16Array | Uint32Array | Float64Array
+
+/**
+ * An array of `length` zeroed counts wide enough for `limit`. A ring's counts and their
+ * sum never exceed the limit (a take is refused first), so a window of 100 keeps bytes.
+ *
+ * @example
+ * ```ts
+ * countArray(100, 12) // Uint8Array(12)
+ * ```
+ */
+export function countArray(limit: number, length: number): Counts {
+  if (limit <= 0xff) return new Uint8Array(length)
+  if (limit <= 0xffff) return new Uint16Array(length)
+  if (limit <= 0xffff_ffff) return new Uint32Array(length)
+  return new Float64Array(length)
+}
+
+export class SlidingWindowLimiter implements RateLimiter, Waitable {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
   readonly slots: number
   private readonly clock: Clock
+  /** Counts per ring: `slots + 1` generations; the ring's sum follows them. */
+  private readonly ring: number
   // A ring of slots + 1 counts for consecutive generations (absolute slot numbers), the
-  // newest being `head`. The rolling window (now − window, now] overlaps the current slot
-  // and, partly, the `slots` before it; older generations are ignored, and moving `head`
-  // forward zeroes the buckets it claims. Memory is fixed, whatever the traffic: a plain
-  // array of small integers and one number, so a store can keep many keys.
-  private readonly counts: number[]
-  private head = Number.NEGATIVE_INFINITY
+  // newest being `head`, then their sum. The rolling window (now − window, now] overlaps
+  // the current slot and, partly, the `slots` before it; older generations are ignored,
+  // and moving `head` forward zeroes the buckets it claims. Memory is fixed, whatever the
+  // traffic: `slots + 2` small integers and one number. The ring sits at `base` in
+  // `counts`: its own array for a limiter, one row of a slab shared by many keys for a
+  // store's keyed kernel (`keyed.ts`), which binds a key's row here to decide for it.
+  counts: Counts
+  base = 0
+  head = Number.NEGATIVE_INFINITY
   // Made on the first `acquire`: most limiters (one per client key in a store) never wait.
   private queue: WaitQueue | undefined
-  // The sum of the rolling window as of `cachedGeneration`: it only changes when a slot
-  // boundary passes or permits are taken or refunded, so a burst of decisions within one
-  // slot sums the ring once instead of on every call.
-  private cachedGeneration = Number.NaN
-  private cachedUsed = 0
 
   constructor(name: string, clock: Clock, limit: number, windowMs: number, slots: number) {
     this.name = name
@@ -36,46 +56,65 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
     this.limit = limit
     this.windowMs = windowMs
     this.slots = slots
-    this.counts = new Array<number>(slots + 1).fill(0)
+    this.ring = slots + 1
+    this.counts = countArray(limit, slots + 2)
   }
 
-  // Multiplying before dividing keeps slot boundaries exact for integral windows.
+  /** Decides on the ring at `base` in `counts` whose newest generation is `head`. */
+  bindRing(counts: Counts, base: number, head: number): void {
+    this.counts = counts
+    this.base = base
+    this.head = head
+  }
+
+  // Multiplying before dividing keeps slot boundaries exact for integral windows. A clock
+  // is monotonic, so `head` is never ahead of now; should one step back, the ring's newest
+  // generation stands for now, so nothing is ever counted outside the ring.
   private generationAt(ms: number): number {
-    return Math.floor((ms * this.slots) / this.windowMs)
+    const generation = Math.floor((ms * this.slots) / this.windowMs)
+    return generation < this.head ? this.head : generation
   }
 
   private indexOf(generation: number): number {
-    const ring = this.counts.length
-    return ((generation % ring) + ring) % ring
+    const ring = this.ring
+    return this.base + (((generation % ring) + ring) % ring)
   }
 
   /** The count of `generation`, or 0 when the ring no longer (or not yet) holds it. */
   private countOf(generation: number): number {
-    if (generation > this.head || generation <= this.head - this.counts.length) return 0
+    if (generation > this.head || generation <= this.head - this.ring) return 0
     return this.counts[this.indexOf(generation)] as number
   }
 
+  /**
+   * Permits counted in the window ending with `generation` (never before `head`): the
+   * ring's sum, less the generations that have left the window since `head`.
+   */
   private usedAt(generation: number): number {
-    if (generation === this.cachedGeneration) return this.cachedUsed
-    const newest = Math.min(generation, this.head)
-    let used = 0
-    for (
-      let g = Math.max(generation - this.slots, this.head - this.counts.length + 1);
-      g <= newest;
-      g++
-    ) {
-      used += this.counts[this.indexOf(g)] as number
+    const head = this.head
+    const sum = this.counts[this.base + this.ring] as number
+    if (generation === head) return sum
+    if (generation - head > this.slots) return 0
+    let used = sum
+    for (let g = head - this.slots; g < generation - this.slots; g++) {
+      used -= this.counts[this.indexOf(g)] as number
     }
-    this.cachedGeneration = generation
-    this.cachedUsed = used
     return used
   }
 
   /** Moves `head` forward to `generation`, zeroing the buckets of the generations it claims. */
   private claim(generation: number): void {
-    if (generation <= this.head) return
-    const first = Math.max(this.head + 1, generation - this.counts.length + 1)
-    for (let g = first; g <= generation; g++) this.counts[this.indexOf(g)] = 0
+    const head = this.head
+    if (generation <= head) return
+    const counts = this.counts
+    const sumAt = this.base + this.ring
+    let sum = counts[sumAt] as number
+    for (let g = Math.max(head + 1, generation - this.ring + 1); g <= generation; g++) {
+      const i = this.indexOf(g)
+      sum -= counts[i] as number
+      counts[i] = 0
+    }
+    counts[sumAt] = sum
     this.head = generation
   }
 
@@ -95,12 +134,13 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
   take(permits: number): boolean {
     const generation = this.generationAt(this.clock.now())
     if (this.usedAt(generation) + permits > this.limit) return false
-    // Claiming zeroes only generations older than the window, which usedAt did not count,
-    // so the cached sum stays right once the permits are added to it.
+    // Claiming zeroes only generations older than the window, which usedAt did not count.
     this.claim(generation)
+    const counts = this.counts
     const index = this.indexOf(generation)
-    this.counts[index] = (this.counts[index] as number) + permits
-    this.cachedUsed += permits
+    const sumAt = this.base + this.ring
+    counts[index] = (counts[index] as number) + permits
+    counts[sumAt] = (counts[sumAt] as number) + permits
     return true
   }
 
@@ -114,6 +154,22 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
     if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.retryAfterMs', permits)
     if (permits > this.limit) return Number.POSITIVE_INFINITY
     return this.delay(permits)
+  }
+
+  /**
+   * What a store reports after a decision for `permits`, in one pass at one reading of
+   * the clock: `availablePermits()`, `retryAfterMs(available + 1)` (0 when the window is
+   * empty: nothing can free up) and, for a refusal, `retryAfterMs(permits)`.
+   */
+  quota(permits: number, allowed: boolean, out: Quota): void {
+    const available = this.availablePermits()
+    out.available = available
+    out.resetMs = available < this.limit ? this.delay(available + 1) : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : permits > this.limit
+        ? Number.POSITIVE_INFINITY
+        : this.delay(permits)
   }
 
   delay(permits: number): number {
@@ -131,7 +187,11 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
 
   private untilGeneration(ms: number, target: number): number {
     let delay = (target * this.windowMs) / this.slots - ms
-    for (let attempt = 0; attempt < 64 && this.generationAt(ms + delay) < target; attempt++) {
+    for (
+      let attempt = 0;
+      attempt < 64 && Math.floor(((ms + delay) * this.slots) / this.windowMs) < target;
+      attempt++
+    ) {
       delay = nudge(ms, delay, attempt)
     }
     return delay
@@ -150,6 +210,14 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
     return this.head
   }
 
+  /** Takes `back` permits off the count at `index` and off the ring's sum. */
+  private uncount(index: number, back: number): void {
+    const counts = this.counts
+    const sumAt = this.base + this.ring
+    counts[index] = (counts[index] as number) - back
+    counts[sumAt] = (counts[sumAt] as number) - back
+  }
+
   refund(permits = 1, receipt?: number): void {
     if (!isPermitCount(permits)) throw invalidPermits('slidingWindow.refund', permits)
     const generation = this.generationAt(this.clock.now())
@@ -158,8 +226,7 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
       // it has left the window its permits are free anyway.
       const count = this.countOf(receipt)
       if (receipt < generation - this.slots || count === 0) return
-      this.counts[this.indexOf(receipt)] = count - Math.min(count, permits)
-      this.cachedGeneration = Number.NaN
+      this.uncount(this.indexOf(receipt), Math.min(count, permits))
       if (this.waiting) this.queue!.drain()
       return
     }
@@ -169,10 +236,9 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
       const count = this.countOf(g)
       if (count === 0) continue
       const back = Math.min(count, left)
-      this.counts[this.indexOf(g)] = count - back
+      this.uncount(this.indexOf(g), back)
       left -= back
     }
-    this.cachedGeneration = Number.NaN
     if (this.waiting) this.queue!.drain()
   }
 

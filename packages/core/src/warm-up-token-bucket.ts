@@ -15,8 +15,12 @@ const COLD_FACTOR = 3
  */
 const RELATIVE_ROUNDING = 2 ** -49
 
-class WarmUpLimiter extends GcraLimiter {
-  private readonly createdMs: number
+export class WarmUpLimiter extends GcraLimiter {
+  /**
+   * When the limiter was made: its age sets the rate. With `tat`, its whole state, which
+   * the keyed kernel (`keyed.ts`) keeps per key in a slab and binds here.
+   */
+  createdMs: number
   private readonly warmUpMs: number
   /** capacity·T in ticks: the warm burst budget. */
   private readonly warmTau: number

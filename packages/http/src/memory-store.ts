@@ -1,21 +1,15 @@
-import {
-  type Clock,
-  type CompactRateLimiter,
-  type ConcurrencyLimiter,
-  createLimiter,
-  isCompact,
-  type NormalizedRateSpec,
-  type RateLimiter,
-} from '@sluice/core'
-import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
-import { LRUCache } from 'lru-cache'
+import type { Clock, NormalizedRateSpec } from '@sluice/core'
+import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/keyed'
+import { describe, readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
+import { KeyIndex } from './key-index'
 import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Most client keys each time-based policy keeps state for (an LRU). Default 100,000.
-   * At most 10,000,000: the LRU sizes its index for this many keys up front.
+   * Most client keys each policy keeps state for (an LRU per time-based policy; idle
+   * bulkhead slots kept for reuse). Default 100,000, at most 10,000,000. Memory grows with
+   * the keys actually seen, up to this bound.
    */
   maxKeys?: number
   /** Time source for the limiters (pass a `ManualClock` in tests). Default `systemClock`. */
@@ -41,175 +35,236 @@ export interface MemoryStore extends Store {
   readonly inFlight: number
 }
 
-/** lru-cache allocates its index for `max` keys at once; beyond this it would be gigabytes. */
+/** A sanity bound: state for more keys than this in one process is a misconfiguration. */
 const MAX_KEYS = 10_000_000
-
-interface HeldSlots {
-  readonly limiter: ConcurrencyLimiter
-  readonly leases: Set<string>
-}
-
-/** A key's penalty state under one policy: refusals counted since `since`, blocked until `until`. */
-interface Strikes {
-  count: number
-  since: number
-  until: number
-}
 
 const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency'
 
 /**
- * The time one store operation sees. The store reads the real clock once per operation
- * and every limiter and TTL check inside it reads this copy: one clock read per decision
- * (most of a decision's cost), and one consistent instant for all of a request's policies.
+ * One time-based policy's keys: an LRU index of keys to rows, the policy's keyed kernel
+ * holding each key's state in its row, and, for a policy with a penalty, each refused
+ * key's strikes.
  */
-class OperationClock implements Clock {
-  time = 0
-  readonly #source: Clock
+class RateTable {
+  readonly kernel: KeyedLimiter
+  readonly index: KeyIndex
+  readonly strikes: StrikeTable | undefined
 
-  constructor(source: Clock) {
-    this.#source = source
+  constructor(policy: Policy, maxKeys: number) {
+    const kernel = keyedLimiter(policy.spec as NormalizedRateSpec)
+    this.kernel = kernel
+    this.index = new KeyIndex(maxKeys, (rows) => kernel.resize(rows))
+    this.strikes = policy.block === undefined ? undefined : new StrikeTable(maxKeys)
   }
 
-  now(): number {
-    return this.time
+  /**
+   * The key's row, now the most recently used, or -1 when it has none. A warm-up key gets
+   * one at first sight: its age counts from then.
+   */
+  rowOf(key: string, now: number): number {
+    const row = this.index.find(key)
+    if (row !== -1) this.index.touch(row)
+    else if (this.kernel.ageless) return this.insert(key, now)
+    return row
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return this.#source.sleep(ms, signal)
+  /**
+   * The key's row if it holds anything a fresh limiter would not (now the most recently
+   * used), or -1; a row gone back to fresh is dropped on the way, so `size` counts live keys.
+   */
+  liveRowOf(key: string, now: number): number {
+    const row = this.rowOf(key, now)
+    if (row === -1 || !this.dropIfFresh(row, now)) return row
+    return -1
+  }
+
+  /** Drops `row` when it is back to fresh (an expiry that loses nothing); says whether it did. */
+  dropIfFresh(row: number, now: number): boolean {
+    if (this.kernel.ageless || !this.kernel.isFresh(row, now)) return false
+    this.index.remove(row)
+    return true
+  }
+
+  /** A fresh row for a key that has none (evicting the least recently used key when full). */
+  insert(key: string, now: number): number {
+    const row = this.index.insert(key)
+    this.kernel.clear(row, now)
+    return row
+  }
+
+  delete(key: string): void {
+    this.index.delete(key)
+    this.strikes?.delete(key)
   }
 }
 
+/** Numbers per key in a {@link StrikeTable}: count, since, until, kept until. */
+const STRIKE_WIDTH = 4
+
 /**
- * One time-based policy's keys. Compact policies (token bucket, leaky bucket, fixed
- * window) keep one number per key and decide with a single shared limiter; the others
- * keep a limiter per key. A policy with a penalty also keeps each refused key's strikes.
+ * A penalty's strikes per key: refusals counted since `since`, blocked until `until`, kept
+ * until the block ends or the strikes' window closes, whichever is later.
  */
-class PolicyTable {
-  readonly policy: Policy
-  readonly #spec: NormalizedRateSpec
-  readonly #compact: CompactRateLimiter | undefined
-  readonly #clock: OperationClock
-  readonly #entries: LRUCache<string, number | RateLimiter>
-  readonly #strikes: LRUCache<string, Strikes> | undefined
-  /** A warm-up limiter's state is its age, so a recreated one would start cold again. */
-  readonly #ageless: boolean
+class StrikeTable {
+  readonly index: KeyIndex
+  #state = new Float64Array(0)
 
-  constructor(policy: Policy, clock: OperationClock, maxKeys: number, origin: number) {
-    this.policy = policy
-    this.#spec = policy.spec as NormalizedRateSpec
-    this.#clock = clock
-    const shared = createLimiter(this.#spec, clock)
-    this.#compact = isCompact(shared) ? shared : undefined
-    this.#ageless = policy.spec.algorithm === 'warm-up'
-    // TTLs are measured on the limiters' clock. lru-cache reads a start time of 0 as
-    // "no TTL", so times are shifted to start at 1. A positive ttlResolution would cache
-    // now() behind a setTimeout: no timers here.
-    const perf = { now: () => clock.time - origin + 1 }
-    this.#entries = new LRUCache<string, number | RateLimiter>({
-      max: maxKeys,
-      ttlResolution: 0,
-      perf,
+  constructor(maxKeys: number) {
+    this.index = new KeyIndex(maxKeys, (rows) => {
+      const state = new Float64Array(rows * STRIKE_WIDTH)
+      state.set(this.#state)
+      this.#state = state
     })
-    this.#strikes =
-      policy.block === undefined
-        ? undefined
-        : new LRUCache<string, Strikes>({ max: maxKeys, ttlResolution: 0, perf })
   }
 
-  get size(): number {
-    return this.#entries.size
-  }
-
-  /** The key's limiter, loaded with its state (fresh when the key is unknown or expired). */
-  load(key: string): RateLimiter {
-    const limiter = this.loadKnown(key)
-    if (limiter !== undefined) return limiter
-    const compact = this.#compact
-    if (compact !== undefined) {
-      compact.loadState(compact.freshState)
-      return compact
+  /** The key's row (now the most recently used), or -1; strikes kept past their time are dropped. */
+  #rowOf(key: string, now: number): number {
+    const row = this.index.find(key)
+    if (row === -1) return -1
+    if (now > (this.#state[STRIKE_WIDTH * row + 3] as number)) {
+      this.index.remove(row)
+      return -1
     }
-    const fresh = createLimiter(this.#spec, this.#clock)
-    // Stored at once: a warm-up limiter's age counts from its first sight.
-    if (this.#ageless) this.#entries.set(key, fresh, { ttl: 0 })
-    return fresh
-  }
-
-  /**
-   * The key's limiter loaded with its state, or `undefined` when the key has none. Reading
-   * through the LRU drops an expired entry, so it no longer counts toward `size`.
-   */
-  loadKnown(key: string): RateLimiter | undefined {
-    const entry = this.#entries.get(key)
-    if (entry === undefined || typeof entry !== 'number') return entry
-    this.#compact!.loadState(entry)
-    return this.#compact
-  }
-
-  /**
-   * Stores what `load` returned after a change, with a TTL equal to the time until the
-   * limiter is fresh again, so the entry can only expire once expiry loses nothing.
-   */
-  save(key: string, limiter: RateLimiter): void {
-    if (this.#ageless) {
-      this.#entries.set(key, limiter, { ttl: 0 })
-      return
-    }
-    // lru-cache wants a positive integer; 0 would mean "never expires".
-    const ttl = Math.max(1, Math.ceil(limiter.resetMs()))
-    const compact = this.#compact
-    this.#entries.set(key, compact === undefined ? limiter : compact.saveState(), { ttl })
+    this.index.touch(row)
+    return row
   }
 
   /** Milliseconds the key stays blocked (0: not blocked). */
-  blockedFor(key: string): number {
-    const strikes = this.#strikes?.get(key)
-    if (strikes === undefined) return 0
-    const left = strikes.until - this.#clock.time
-    return Math.max(left, 0)
+  blockedFor(key: string, now: number): number {
+    const row = this.#rowOf(key, now)
+    if (row === -1) return 0
+    const left = (this.#state[STRIKE_WIDTH * row + 2] as number) - now
+    return left > 0 ? left : 0
   }
 
   /**
    * Counts a refusal against the key's penalty: the `after`th refusal within one window
    * of the first starts a block. Returns the block's length, or 0.
    */
-  strike(key: string, block: Penalty): number {
-    const strikes = this.#strikes!
-    const now = this.#clock.time
-    let state = strikes.get(key)
-    if (state === undefined || now - state.since >= this.policy.windowMs) {
-      state = { count: 0, since: now, until: 0 }
+  strike(key: string, block: Penalty, windowMs: number, now: number): number {
+    let row = this.#rowOf(key, now)
+    const at = STRIKE_WIDTH * row
+    let count = row === -1 ? 0 : (this.#state[at] as number)
+    let since = row === -1 ? now : (this.#state[at + 1] as number)
+    let until = row === -1 ? 0 : (this.#state[at + 2] as number)
+    if (now - since >= windowMs) {
+      count = 0
+      since = now
+      until = 0
     }
-    state.count++
-    if (state.count >= block.after) {
-      state.count = 0
-      state.since = now
-      state.until = now + block.forMs
+    count++
+    if (count >= block.after) {
+      count = 0
+      since = now
+      until = now + block.forMs
     }
+    if (row === -1) row = this.index.insert(key)
     // Kept while it can still matter: until the block ends or the strikes' window closes.
-    const ttl = Math.max(state.until, state.since + this.policy.windowMs) - now
-    strikes.set(key, state, { ttl: Math.max(1, Math.ceil(ttl)) })
-    return state.until > now ? block.forMs : 0
+    const keepFor = Math.max(1, Math.ceil(Math.max(until, since + windowMs) - now))
+    const state = this.#state
+    const to = STRIKE_WIDTH * row
+    state[to] = count
+    state[to + 1] = since
+    state[to + 2] = until
+    state[to + 3] = now + keepFor
+    return until > now ? block.forMs : 0
   }
 
   delete(key: string): void {
-    this.#entries.delete(key)
-    this.#strikes?.delete(key)
+    this.index.delete(key)
   }
 }
 
 /**
- * Keeps per-key limiter state in this process: per policy, an LRU (`lru-cache`) bounded by
- * `maxKeys`, with no timers.
+ * One concurrency policy's slots under one key. Kept while idle, so a bulkhead whose
+ * requests come one at a time reuses it instead of building it anew for every request.
+ */
+class Slots {
+  held = 0
+  /** False once `reset` forgot it: leases taken from it release nothing. */
+  live = true
+}
+
+/**
+ * A concurrency slot held in the memory store. The lease itself is what `release` checks,
+ * so releasing it twice, or after a reset, is a no-op.
+ */
+class MemoryLease implements Lease {
+  readonly permits: number
+  readonly slots: Slots
+  readonly #seq: number
+  open = true
+
+  constructor(slots: Slots, permits: number, seq: number) {
+    this.slots = slots
+    this.permits = permits
+    this.#seq = seq
+  }
+
+  /** Made when read: nothing on the request path needs it as text. */
+  get id(): string {
+    return String(this.#seq)
+  }
+}
+
+/** One concurrency policy's keys: their slots, idle ones included up to `maxKeys` keys. */
+class SlotTable {
+  readonly max: number
+  readonly #byKey = new Map<string, Slots>()
+  readonly #keepIdle: number
+
+  constructor(policy: Policy, maxKeys: number) {
+    this.max = policy.limit
+    this.#keepIdle = maxKeys
+  }
+
+  find(key: string): Slots | undefined {
+    return this.#byKey.get(key)
+  }
+
+  slotsOf(key: string): Slots {
+    let slots = this.#byKey.get(key)
+    if (slots === undefined) {
+      slots = new Slots()
+      this.#byKey.set(key, slots)
+    }
+    return slots
+  }
+
+  /** Lets an idle key's slots go once more than `maxKeys` keys are kept. */
+  settle(key: string, slots: Slots): void {
+    if (slots.held === 0 && this.#byKey.size > this.#keepIdle) this.#byKey.delete(key)
+  }
+
+  /** Forgets the key; returns the permits it held. */
+  delete(key: string): number {
+    const slots = this.#byKey.get(key)
+    if (slots === undefined) return 0
+    slots.live = false
+    this.#byKey.delete(key)
+    return slots.held
+  }
+
+  /** Forgets every key. */
+  clear(): void {
+    for (const slots of this.#byKey.values()) slots.live = false
+    this.#byKey.clear()
+  }
+}
+
+type Table = RateTable | SlotTable
+
+/**
+ * Keeps per-key limiter state in this process: per policy, an LRU bounded by `maxKeys`,
+ * with no timers.
  *
- * - Token bucket, leaky bucket and fixed window keep one number per key (a few dozen bytes
- *   with the LRU's bookkeeping); sliding window and warm-up keep a limiter per key.
- * - An entry expires (by TTL, checked on access) only once its limiter is back to fresh,
- *   so expiry never hands out extra permits. Warm-up entries never expire by TTL: their
- *   state is their age.
- * - Concurrency slots live outside the LRU and only while held, so a key with requests in
- *   flight is never dropped, and their memory is bounded by the requests in flight.
+ * - A key's state is a row in typed arrays: one number for a token or leaky bucket, two
+ *   for a fixed window or a warm-up bucket, a sliding window's `slots + 2` small counts and
+ *   one number (a few dozen bytes a key, with the index); memory grows with the keys seen.
+ * - A key's state is dropped only once it is back to fresh (checked on access), so expiry
+ *   never hands out extra permits. Warm-up state never expires: it is the key's age.
+ * - Concurrency slots live outside the LRU, so a key with requests in flight is never
+ *   dropped; an idle key's (empty) slots are kept for reuse, up to `maxKeys` keys.
  * - When a policy's LRU is full, a new key evicts the least recently used one and that key
  *   starts over with a fresh budget. A hot key is used constantly, so it stays at the
  *   recent end and is only evicted if more than `maxKeys` other keys arrive between two of
@@ -236,26 +291,79 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new InMemoryStore(maxKeys, readClock(factory, 'clock', options.clock))
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+/** A time-based policy's result, from its quota after the decision. */
+function rateResult(
+  policy: Policy,
+  quota: Quota,
+  admits: boolean,
+  allowed: boolean,
+  blockedMs: number,
+): PolicyResult {
+  const result: Mutable<PolicyResult> = {
+    policy,
+    allowed: admits,
+    limit: policy.limit,
+    remaining: blockedMs > 0 ? 0 : quota.available,
+    resetMs: blockedMs > quota.resetMs ? blockedMs : quota.resetMs,
+    retryAfterMs: blockedMs > quota.retryAfterMs ? blockedMs : quota.retryAfterMs,
+  }
+  if (blockedMs > 0) result.blocked = true
+  if (allowed) result.receipt = quota.receipt
+  return result
+}
+
+/** A concurrency policy's result: no time axis, so no reset and no wait to announce. */
+function slotsResult(
+  policy: Policy,
+  max: number,
+  held: number,
+  admits: boolean,
+  lease: Lease | undefined,
+): PolicyResult {
+  const result: Mutable<PolicyResult> = {
+    policy,
+    allowed: admits,
+    limit: policy.limit,
+    remaining: held < max ? max - held : 0,
+    resetMs: 0,
+    retryAfterMs: 0,
+  }
+  if (lease !== undefined) result.lease = lease
+  return result
+}
+
+/** The check a concurrency limiter's `tryAcquire` makes of its permits. */
+function checkCost(cost: number): void {
+  if (!Number.isInteger(cost) || cost < 1) {
+    const message = `memoryStore.take: "cost" must be a positive integer, got ${describe(cost)}`
+    throw typeof cost === 'number' ? new RangeError(message) : new TypeError(message)
+  }
+}
+
 class InMemoryStore implements MemoryStore {
-  readonly #source: Clock
-  readonly #clock: OperationClock
-  readonly #origin: number
+  readonly #clock: Clock
   readonly #maxKeys: number
-  readonly #tables = new Map<string, PolicyTable>()
-  readonly #held = new Map<string, Map<string, HeldSlots>>()
+  readonly #tables = new Map<string, Table>()
+  /** The table of the policy used last: a middleware's requests find theirs at once. */
+  #lastPolicy: Policy | undefined
+  #lastTable: Table | undefined
+  /** What the kernels report a decision into: one per store, read before the next call. */
+  readonly #quota: Quota = { available: 0, resetMs: 0, retryAfterMs: 0, receipt: 0 }
   #inFlight = 0
   #leaseSeq = 0
 
   constructor(maxKeys: number, clock: Clock) {
-    this.#source = clock
-    this.#clock = new OperationClock(clock)
-    this.#origin = clock.now()
+    this.#clock = clock
     this.#maxKeys = maxKeys
   }
 
   get size(): number {
     let size = 0
-    for (const table of this.#tables.values()) size += table.size
+    for (const table of this.#tables.values()) {
+      if (table instanceof RateTable) size += table.index.size
+    }
     return size
   }
 
@@ -264,103 +372,139 @@ class InMemoryStore implements MemoryStore {
   }
 
   take(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    if (policies.length === 1) return this.#takeOne(key, policies[0]!, cost)
-    // Tables first: making one allocates the LRU, which must not happen between reading
-    // the clock and deciding.
-    const tables = policies.map((policy) =>
-      isConcurrency(policy) ? undefined : this.#table(policy),
-    )
-    this.#clock.time = this.#source.now()
-    // Each policy has its own table (and compact limiter), so all can be loaded at once.
-    const limiters = policies.map((policy, i) =>
-      tables[i] === undefined ? this.#slots(key, policy).limiter : tables[i].load(key),
-    )
-    const blocked = tables.map((table) => table?.blockedFor(key) ?? 0)
-    // Single-threaded: check every policy first, then take from all; nothing can change
-    // in between, so a rejection normally has nothing to undo.
-    const admits = limiters.map(
-      (limiter, i) => blocked[i] === 0 && limiter.availablePermits() >= cost,
-    )
-    let allowed = admits.every(Boolean)
-    const leases: (Lease | undefined)[] = []
-    const receipts: (number | undefined)[] = []
+    if (policies.length !== 1) return this.#takeAll(key, policies, cost)
+    const policy = policies[0]!
+    const table = this.#table(policy)
+    return table instanceof RateTable
+      ? this.#takeRate(key, policy, table, cost)
+      : this.#takeSlots(key, policy, table, cost)
+  }
+
+  /** One time-based policy, the common case: one clock reading, one kernel call. */
+  #takeRate(key: string, policy: Policy, table: RateTable, cost: number): TakeResult {
+    const now = this.#clock.now()
+    const { kernel, strikes } = table
+    const quota = this.#quota
+    let row = table.rowOf(key, now)
+    let blocked = strikes === undefined ? 0 : strikes.blockedFor(key, now)
+    let allowed = false
+    if (blocked === 0) {
+      // A key without state gets a row once its first take can pass: a refusal leaves
+      // nothing behind and evicts nobody.
+      if (row === -1 && kernel.available(-1, now) >= cost) row = table.insert(key, now)
+      if (row !== -1) allowed = kernel.decide(row, cost, now, quota)
+      else kernel.quota(-1, cost, false, now, quota)
+      if (!allowed && strikes !== undefined) {
+        blocked = strikes.strike(key, policy.block!, policy.windowMs, now)
+      }
+    } else {
+      kernel.quota(row, cost, false, now, quota)
+    }
+    if (!allowed && row !== -1) table.dropIfFresh(row, now)
+    return { allowed, results: [rateResult(policy, quota, allowed, allowed, blocked)] }
+  }
+
+  #takeSlots(key: string, policy: Policy, table: SlotTable, cost: number): TakeResult {
+    checkCost(cost)
+    const slots = table.slotsOf(key)
+    const allowed = slots.held + cost <= table.max
+    let lease: MemoryLease | undefined
+    if (allowed) lease = this.#hold(slots, cost)
+    else table.settle(key, slots)
+    return { allowed, results: [slotsResult(policy, table.max, slots.held, allowed, lease)] }
+  }
+
+  #hold(slots: Slots, permits: number): MemoryLease {
+    slots.held += permits
+    this.#inFlight += permits
+    return new MemoryLease(slots, permits, ++this.#leaseSeq)
+  }
+
+  #unhold(lease: MemoryLease): void {
+    lease.open = false
+    lease.slots.held -= lease.permits
+    this.#inFlight -= lease.permits
+  }
+
+  /**
+   * Several policies, atomically: every one is checked first, then each takes. Nothing
+   * can change in between (one thread), so a refusal normally has nothing to undo.
+   */
+  #takeAll(key: string, policies: readonly Policy[], cost: number): TakeResult {
+    checkCost(cost)
+    const n = policies.length
+    const tables = policies.map((policy) => this.#table(policy))
+    const now = this.#clock.now()
+    const rows = new Array<number>(n).fill(-1)
+    const slots = new Array<Slots | undefined>(n)
+    const blocked = new Array<number>(n).fill(0)
+    const admits = new Array<boolean>(n)
+    let allowed = true
+    for (let i = 0; i < n; i++) {
+      const table = tables[i]!
+      if (table instanceof RateTable) {
+        const row = table.rowOf(key, now)
+        rows[i] = row
+        blocked[i] = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
+        admits[i] = blocked[i] === 0 && table.kernel.available(row, now) >= cost
+      } else {
+        const held = table.slotsOf(key)
+        slots[i] = held
+        admits[i] = held.held + cost <= table.max
+      }
+      if (!admits[i]) allowed = false
+    }
+    const leases = new Array<MemoryLease | undefined>(n)
     if (allowed) {
       let taken = 0
-      while (taken < policies.length && limiters[taken]!.tryAcquire(cost)) {
-        const policy = policies[taken]!
-        const limiter = limiters[taken]!
-        leases.push(isConcurrency(policy) ? this.#lease(key, policy, cost) : undefined)
-        receipts.push(isConcurrency(policy) ? undefined : (limiter as RateLimiter).receipt())
-        taken++
+      for (; taken < n; taken++) {
+        const table = tables[taken]!
+        if (table instanceof RateTable) {
+          if (rows[taken] === -1) rows[taken] = table.insert(key, now)
+          if (!table.kernel.take(rows[taken]!, cost, now)) break
+        } else {
+          leases[taken] = this.#hold(slots[taken]!, cost)
+        }
       }
-      if (taken < policies.length) {
+      if (taken < n) {
         // A limiter refused what availablePermits promised (float edge): undo the others.
         admits[taken] = false
         allowed = false
         for (let i = 0; i < taken; i++) {
           const lease = leases[i]
-          if (lease === undefined) (limiters[i] as RateLimiter).refund(cost)
-          else this.release(key, policies[i]!, lease)
+          if (lease === undefined) {
+            ;(tables[i] as RateTable).kernel.refund(rows[i]!, cost, undefined, now)
+          } else {
+            this.#unhold(lease)
+            leases[i] = undefined
+          }
         }
-        leases.length = 0
-        receipts.length = 0
-      } else {
-        for (let i = 0; i < policies.length; i++) tables[i]?.save(key, limiters[i] as RateLimiter)
       }
     }
     if (!allowed) {
-      for (let i = 0; i < policies.length; i++) {
-        const block = policies[i]!.block
-        if (!admits[i] && block !== undefined && blocked[i] === 0) {
-          blocked[i] = tables[i]!.strike(key, block)
+      for (let i = 0; i < n; i++) {
+        const { block, windowMs } = policies[i]!
+        const table = tables[i]!
+        if (!admits[i] && block !== undefined && blocked[i] === 0 && table instanceof RateTable) {
+          blocked[i] = table.strikes!.strike(key, block, windowMs, now)
         }
       }
     }
-    this.#dropIdleSlots(key, policies)
-    return {
-      allowed,
-      results: policies.map((policy, i) =>
-        this.#result(
-          policy,
-          limiters[i]!,
-          admits[i]!,
-          allowed,
-          cost,
-          blocked[i]!,
-          leases[i],
-          receipts[i],
-        ),
-      ),
-    }
-  }
-
-  #takeOne(key: string, policy: Policy, cost: number): TakeResult {
-    if (isConcurrency(policy)) {
-      const slots = this.#slots(key, policy)
-      const allowed = slots.limiter.tryAcquire(cost)
-      const lease = allowed ? this.#lease(key, policy, cost) : undefined
-      if (!allowed) this.#dropIdleSlots(key, [policy])
-      return {
-        allowed,
-        results: [this.#result(policy, slots.limiter, allowed, allowed, cost, 0, lease, undefined)],
+    const quota = this.#quota
+    const results = policies.map((policy, i) => {
+      const table = tables[i]!
+      if (table instanceof SlotTable) {
+        return slotsResult(policy, table.max, slots[i]!.held, admits[i]!, leases[i])
       }
+      table.kernel.quota(rows[i]!, cost, allowed, now, quota)
+      return rateResult(policy, quota, admits[i]!, allowed, blocked[i]!)
+    })
+    for (let i = 0; i < n; i++) {
+      const table = tables[i]!
+      if (table instanceof SlotTable) table.settle(key, slots[i]!)
+      else if (!allowed && rows[i] !== -1) table.dropIfFresh(rows[i]!, now)
     }
-    const table = this.#table(policy)
-    this.#clock.time = this.#source.now()
-    const limiter = table.load(key)
-    let blocked = policy.block === undefined ? 0 : table.blockedFor(key)
-    const allowed = blocked === 0 && limiter.tryAcquire(cost)
-    let receipt: number | undefined
-    if (allowed) {
-      receipt = limiter.receipt()
-      table.save(key, limiter)
-    } else if (policy.block !== undefined && blocked === 0) {
-      blocked = table.strike(key, policy.block)
-    }
-    return {
-      allowed,
-      results: [this.#result(policy, limiter, allowed, allowed, cost, blocked, undefined, receipt)],
-    }
+    return { allowed, results }
   }
 
   refund(
@@ -369,150 +513,73 @@ class InMemoryStore implements MemoryStore {
     cost: number,
     receipts?: readonly (number | undefined)[],
   ): void {
-    const tables = policies.map((policy) =>
-      isConcurrency(policy) ? undefined : this.#table(policy),
-    )
-    this.#clock.time = this.#source.now()
+    const now = this.#clock.now()
     for (let i = 0; i < policies.length; i++) {
-      const table = tables[i]
-      if (table === undefined) continue
-      const limiter = table.loadKnown(key)
-      // No entry means the key expired (it was fresh) or was evicted: nothing to give back.
-      if (limiter === undefined) continue
-      limiter.refund(cost, receipts?.[i])
-      table.save(key, limiter)
+      const table = this.#table(policies[i]!)
+      if (!(table instanceof RateTable)) continue
+      const row = table.liveRowOf(key, now)
+      // No row: the key went back to fresh or was evicted, so nothing is left to give back.
+      if (row === -1) continue
+      table.kernel.refund(row, cost, receipts?.[i], now)
     }
   }
 
   release(key: string, policy: Policy, lease: Lease): void {
-    const slots = this.#held.get(key)?.get(policy.id)
-    if (slots === undefined || !slots.leases.delete(lease.id)) return
-    slots.limiter.release(lease.permits)
-    this.#inFlight -= lease.permits
-    this.#dropIdleSlots(key, [policy])
+    if (!(lease instanceof MemoryLease) || !lease.open || !lease.slots.live) return
+    const table = this.#tables.get(policy.id)
+    if (!(table instanceof SlotTable) || table.find(key) !== lease.slots) return
+    this.#unhold(lease)
+    table.settle(key, lease.slots)
   }
 
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[] {
-    const tables = policies.map((policy) =>
-      isConcurrency(policy) ? undefined : this.#table(policy),
-    )
-    this.#clock.time = this.#source.now()
-    return policies.map((policy, i) => {
-      const table = tables[i]
-      const limiter =
-        table === undefined
-          ? (this.#held.get(key)?.get(policy.id)?.limiter ?? this.#freshSlots(policy))
-          : table.load(key)
-      const blocked = table?.blockedFor(key) ?? 0
-      const allowed = blocked === 0 && limiter.availablePermits() >= 1
-      return this.#result(policy, limiter, allowed, allowed, 1, blocked, undefined, undefined)
+    const now = this.#clock.now()
+    const quota = this.#quota
+    return policies.map((policy) => {
+      const table = this.#table(policy)
+      if (table instanceof SlotTable) {
+        const held = table.find(key)?.held ?? 0
+        return slotsResult(policy, table.max, held, held + 1 <= table.max, undefined)
+      }
+      const row = table.liveRowOf(key, now)
+      const blocked = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
+      const allowed = blocked === 0 && table.kernel.available(row, now) >= 1
+      table.kernel.quota(row, 1, allowed, now, quota)
+      return rateResult(policy, quota, allowed, false, blocked)
     })
   }
 
   reset(key: string, policies?: readonly Policy[]): void {
-    const held = this.#held.get(key)
-    if (policies === undefined) {
-      for (const table of this.#tables.values()) table.delete(key)
-      for (const slots of held?.values() ?? []) this.#inFlight -= slots.limiter.inFlight
-      this.#held.delete(key)
-      return
+    const tables =
+      policies === undefined
+        ? [...this.#tables.values()]
+        : policies.map((policy) => this.#tables.get(policy.id))
+    for (const table of tables) {
+      if (table instanceof RateTable) table.delete(key)
+      else if (table !== undefined) this.#inFlight -= table.delete(key)
     }
-    for (const policy of policies) {
-      this.#tables.get(policy.id)?.delete(key)
-      const slots = held?.get(policy.id)
-      if (slots !== undefined) {
-        this.#inFlight -= slots.limiter.inFlight
-        held!.delete(policy.id)
-      }
-    }
-    if (held !== undefined && held.size === 0) this.#held.delete(key)
   }
 
   resetAll(): void {
+    for (const table of this.#tables.values()) if (table instanceof SlotTable) table.clear()
     this.#tables.clear()
-    this.#held.clear()
+    this.#lastPolicy = undefined
+    this.#lastTable = undefined
     this.#inFlight = 0
   }
 
-  /** The policy's table, made on first use. */
-  #table(policy: Policy): PolicyTable {
+  /** The policy's table, made on first use (it allocates little until keys arrive). */
+  #table(policy: Policy): Table {
+    if (policy === this.#lastPolicy) return this.#lastTable!
     let table = this.#tables.get(policy.id)
     if (table === undefined) {
-      table = new PolicyTable(policy, this.#clock, this.#maxKeys, this.#origin)
+      table = isConcurrency(policy)
+        ? new SlotTable(policy, this.#maxKeys)
+        : new RateTable(policy, this.#maxKeys)
       this.#tables.set(policy.id, table)
     }
+    this.#lastPolicy = policy
+    this.#lastTable = table
     return table
-  }
-
-  #freshSlots(policy: Policy): ConcurrencyLimiter {
-    return createLimiter(policy.spec as { algorithm: 'concurrency'; max: number; maxQueue: number })
-  }
-
-  #slots(key: string, policy: Policy): HeldSlots {
-    let byPolicy = this.#held.get(key)
-    if (byPolicy === undefined) {
-      byPolicy = new Map()
-      this.#held.set(key, byPolicy)
-    }
-    let slots = byPolicy.get(policy.id)
-    if (slots === undefined) {
-      slots = { limiter: this.#freshSlots(policy), leases: new Set() }
-      byPolicy.set(policy.id, slots)
-    }
-    return slots
-  }
-
-  #lease(key: string, policy: Policy, permits: number): Lease {
-    const id = String(++this.#leaseSeq)
-    this.#held.get(key)!.get(policy.id)!.leases.add(id)
-    this.#inFlight += permits
-    return { id, permits }
-  }
-
-  /** Forgets concurrency state with nothing in flight: it is fresh, so nothing is lost. */
-  #dropIdleSlots(key: string, policies: readonly Policy[]): void {
-    const byPolicy = this.#held.get(key)
-    if (byPolicy === undefined) return
-    for (const policy of policies) {
-      if (byPolicy.get(policy.id)?.leases.size === 0) byPolicy.delete(policy.id)
-    }
-    if (byPolicy.size === 0) this.#held.delete(key)
-  }
-
-  #result(
-    policy: Policy,
-    limiter: RateLimiter | ConcurrencyLimiter,
-    admits: boolean,
-    allowed: boolean,
-    cost: number,
-    blockedMs: number,
-    lease: Lease | undefined,
-    receipt: number | undefined,
-  ): PolicyResult {
-    const timed = 'resetMs' in limiter
-    const available = Math.max(0, limiter.availablePermits())
-    let resetMs = 0
-    let retryAfterMs = 0
-    if (timed) {
-      // Draft -10's reset: until one more permit is free; 0 when none can be (it is full).
-      const more = limiter.retryAfterMs(available + 1)
-      resetMs = Number.isFinite(more) ? more : 0
-      // A bulkhead has no time axis: its 0 means "unknown", as in RateLimitError.
-      if (!allowed) retryAfterMs = limiter.retryAfterMs(cost)
-    }
-    const result: {
-      -readonly [K in keyof PolicyResult]: PolicyResult[K]
-    } = {
-      policy,
-      allowed: admits,
-      limit: policy.limit,
-      remaining: blockedMs > 0 ? 0 : available,
-      resetMs: Math.max(blockedMs, resetMs),
-      retryAfterMs: Math.max(blockedMs, retryAfterMs),
-    }
-    if (blockedMs > 0) result.blocked = true
-    if (lease !== undefined) result.lease = lease
-    if (receipt !== undefined) result.receipt = receipt
-    return result
   }
 }
