@@ -71,7 +71,7 @@ export function measuredVersions(): { name: string; version: string; role: strin
     ['@sluice/koa', BENCH_DIR, 'measured'],
     ['@sluice/hono', BENCH_DIR, 'measured'],
     ['@sluice/fastify', BENCH_DIR, 'measured'],
-    ['lru-cache', http, 'dependency of @sluice/http'],
+    ['ipaddr.js', http, 'dependency of @sluice/http'],
     ['express-rate-limit', BENCH_DIR, 'peer'],
     ['rate-limiter-flexible', BENCH_DIR, 'peer'],
     ['hono-rate-limiter', BENCH_DIR, 'peer'],

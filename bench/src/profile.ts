@@ -18,7 +18,7 @@ export interface ProfileSummary {
   readonly usPerSample: number
   /**
    * Share of samples owed to sluice: in sluice functions, or in what they call of Node's
-   * internals and of sluice's own dependencies (lru-cache, ipaddr.js). Samples in code a
+   * internals and of sluice's own dependencies (ipaddr.js, @noble/hashes). Samples in code a
    * sluice middleware merely runs through `next()` (the router, the handler) are not.
    */
   readonly sluiceAttributedPct: number
@@ -68,7 +68,9 @@ function isSluice(frame: CallFrame): boolean {
 function isTransparent(frame: CallFrame): boolean {
   const { url } = frame
   return (
-    url === '' || url.startsWith('node:') || /\/node_modules\/(lru-cache|ipaddr\.js)\//.test(url)
+    url === '' ||
+    url.startsWith('node:') ||
+    /\/node_modules\/(ipaddr\.js|@noble\/hashes)\//.test(url)
   )
 }
 

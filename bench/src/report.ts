@@ -188,7 +188,7 @@ function profileText(profile: ProfileSummary, lines = 10): string {
     .slice(0, lines)
     .map((l) => `| ${l.sluice ? '**sluice** ' : ''}\`${l.frame}\` | ${l.selfPct.toFixed(1)}% |`)
   return [
-    `${profile.samples} busy samples; ${profile.sluiceAttributedPct.toFixed(1)}% owed to sluice (its own functions ${profile.sluiceSelfPct.toFixed(1)}%, the rest Node internals and lru-cache/ipaddr.js they call).`,
+    `${profile.samples} busy samples; ${profile.sluiceAttributedPct.toFixed(1)}% owed to sluice (its own functions ${profile.sluiceSelfPct.toFixed(1)}%, the rest Node internals and ipaddr.js/@noble/hashes they call).`,
     '',
     '| function (self time) | share |',
     '| --- | --- |',

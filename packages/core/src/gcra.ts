@@ -291,6 +291,31 @@ export class ConstantGcraLimiter extends GcraLimiter implements CompactRateLimit
     return this.tat
   }
 
+  /**
+   * `GcraLimiter.quota` with this kernel's constants inlined (the same arithmetic, in the
+   * same order): what a store computes on every decision.
+   */
+  override quota(permits: number, allowed: boolean, out: Quota): void {
+    const ms = this.clock.now()
+    const now = ms * this.scale
+    const debt = this.tat > now ? this.tat - now : 0
+    const free = Math.floor((this.tolerance - debt) / this.steady)
+    const available = free <= 0 ? 0 : Math.min(free, this.capacity)
+    out.available = available
+    out.resetMs = available < this.capacity ? this.delayAt(ms, available + 1) : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : permits > this.capacity
+        ? Number.POSITIVE_INFINITY
+        : this.delayAt(ms, permits)
+  }
+
+  protected override admitsAt(ms: number, permits: number): boolean {
+    const now = ms * this.scale
+    const start = Math.max(this.tat, now)
+    return start + permits * this.steady - now <= this.tolerance
+  }
+
   loadState(state: number): void {
     this.tat = state
   }

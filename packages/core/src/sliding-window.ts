@@ -72,12 +72,12 @@ export class SlidingWindowLimiter implements RateLimiter, Waitable {
   // generation stands for now, so nothing is ever counted outside the ring.
   private generationAt(ms: number): number {
     const generation = Math.floor((ms * this.slots) / this.windowMs)
-    return generation < this.head ? this.head : generation
+    return Math.max(generation, this.head)
   }
 
   private indexOf(generation: number): number {
-    const ring = this.ring
-    return this.base + (((generation % ring) + ring) % ring)
+    const slot = generation % this.ring
+    return this.base + (slot < 0 ? slot + this.ring : slot)
   }
 
   /** The count of `generation`, or 0 when the ring no longer (or not yet) holds it. */
@@ -95,9 +95,14 @@ export class SlidingWindowLimiter implements RateLimiter, Waitable {
     const sum = this.counts[this.base + this.ring] as number
     if (generation === head) return sum
     if (generation - head > this.slots) return 0
+    // Walk the ring from its oldest generation (head − slots) up to those still counted.
+    const counts = this.counts
+    const end = this.base + this.ring
     let used = sum
+    let i = this.indexOf(head - this.slots)
     for (let g = head - this.slots; g < generation - this.slots; g++) {
-      used -= this.counts[this.indexOf(g)] as number
+      used -= counts[i] as number
+      if (++i === end) i = this.base
     }
     return used
   }
@@ -109,10 +114,12 @@ export class SlidingWindowLimiter implements RateLimiter, Waitable {
     const counts = this.counts
     const sumAt = this.base + this.ring
     let sum = counts[sumAt] as number
-    for (let g = Math.max(head + 1, generation - this.ring + 1); g <= generation; g++) {
-      const i = this.indexOf(g)
+    const first = Math.max(head + 1, generation - this.ring + 1)
+    let i = this.indexOf(first)
+    for (let g = first; g <= generation; g++) {
       sum -= counts[i] as number
       counts[i] = 0
+      if (++i === sumAt) i = this.base
     }
     counts[sumAt] = sum
     this.head = generation
@@ -177,10 +184,17 @@ export class SlidingWindowLimiter implements RateLimiter, Waitable {
     const generation = this.generationAt(ms)
     let excess = this.usedAt(generation) + permits - this.limit
     if (excess <= 0) return 0
-    // Oldest first: find the generation whose expiry frees enough permits.
-    for (let g = generation - this.slots; g <= generation; g++) {
-      excess -= this.countOf(g)
+    // Oldest first: find the generation whose expiry frees enough permits. Only the ring
+    // holds counts (generations after `head` have none), so walk it from the oldest one
+    // still in the window up to `head`.
+    const counts = this.counts
+    const end = this.base + this.ring
+    const oldest = generation - this.slots
+    let i = this.indexOf(oldest)
+    for (let g = oldest; g <= this.head; g++) {
+      excess -= counts[i] as number
       if (excess <= 0) return this.untilGeneration(ms, g + this.slots + 1)
+      if (++i === end) i = this.base
     }
     return this.untilGeneration(ms, generation + this.slots + 1)
   }

@@ -9,6 +9,9 @@ type WarmUpSpec = Extract<NormalizedSpec, { algorithm: 'warm-up' }>
 /** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
 const COLD_FACTOR = 3
 
+/** Scratch for `delayAt`'s kinks (single-threaded, and it calls nothing that reenters). */
+const KINKS = new Float64Array(3)
+
 /**
  * While warming, the interval is fractional, so `tat − now` carries rounding of a few
  * ulps of the tick time itself: allow 8 ulps, still far below one permit.
@@ -77,16 +80,26 @@ export class WarmUpLimiter extends GcraLimiter {
   // walk the pieces and solve the first one that crosses zero.
   protected delayAt(ms: number, permits: number): number {
     if (this.admitsAt(ms, permits)) return 0
-    const kinks = [this.tat / this.scale, this.createdMs + this.warmUpMs]
+    // The kinks in ascending order, in a shared scratch array: a store asks this on every
+    // decision, which must not allocate.
+    const kinks = KINKS
+    let count = 2
+    kinks[0] = this.tat / this.scale
+    kinks[1] = this.createdMs + this.warmUpMs
     if (this.capacity < COLD_FACTOR) {
-      kinks.push(
-        this.createdMs + (this.warmUpMs * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1),
-      )
+      kinks[count++] =
+        this.createdMs + (this.warmUpMs * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1)
     }
-    kinks.sort((a, b) => a - b)
+    for (let i = 1; i < count; i++) {
+      const kink = kinks[i] as number
+      let j = i - 1
+      for (; j >= 0 && (kinks[j] as number) > kink; j--) kinks[j + 1] = kinks[j] as number
+      kinks[j + 1] = kink
+    }
     let from = ms
     let excessFrom = this.excessAt(ms, permits)
-    for (const to of kinks) {
+    for (let k = 0; k < count; k++) {
+      const to = kinks[k] as number
       if (excessFrom <= 0) break
       if (to <= from) continue
       const excessTo = this.excessAt(to, permits)

@@ -134,7 +134,7 @@ class StrikeTable {
     const row = this.#rowOf(key, now)
     if (row === -1) return 0
     const left = (this.#state[STRIKE_WIDTH * row + 2] as number) - now
-    return left > 0 ? left : 0
+    return Math.max(left, 0)
   }
 
   /**
@@ -291,9 +291,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new InMemoryStore(maxKeys, readClock(factory, 'clock', options.clock))
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] }
-
-/** A time-based policy's result, from its quota after the decision. */
+/**
+ * A time-based policy's result, from its quota after the decision. Each outcome is built
+ * as one literal with exactly its fields (a receipt when permits were taken, `blocked`
+ * while blocked), not grown field by field.
+ */
 function rateResult(
   policy: Policy,
   quota: Quota,
@@ -301,17 +303,36 @@ function rateResult(
   allowed: boolean,
   blockedMs: number,
 ): PolicyResult {
-  const result: Mutable<PolicyResult> = {
+  if (blockedMs > 0) {
+    return {
+      policy,
+      allowed: admits,
+      limit: policy.limit,
+      remaining: 0,
+      resetMs: Math.max(blockedMs, quota.resetMs),
+      retryAfterMs: Math.max(blockedMs, quota.retryAfterMs),
+      blocked: true,
+    }
+  }
+  if (allowed) {
+    return {
+      policy,
+      allowed: admits,
+      limit: policy.limit,
+      remaining: quota.available,
+      resetMs: quota.resetMs,
+      retryAfterMs: quota.retryAfterMs,
+      receipt: quota.receipt,
+    }
+  }
+  return {
     policy,
     allowed: admits,
     limit: policy.limit,
-    remaining: blockedMs > 0 ? 0 : quota.available,
-    resetMs: blockedMs > quota.resetMs ? blockedMs : quota.resetMs,
-    retryAfterMs: blockedMs > quota.retryAfterMs ? blockedMs : quota.retryAfterMs,
+    remaining: quota.available,
+    resetMs: quota.resetMs,
+    retryAfterMs: quota.retryAfterMs,
   }
-  if (blockedMs > 0) result.blocked = true
-  if (allowed) result.receipt = quota.receipt
-  return result
 }
 
 /** A concurrency policy's result: no time axis, so no reset and no wait to announce. */
@@ -322,16 +343,19 @@ function slotsResult(
   admits: boolean,
   lease: Lease | undefined,
 ): PolicyResult {
-  const result: Mutable<PolicyResult> = {
-    policy,
-    allowed: admits,
-    limit: policy.limit,
-    remaining: held < max ? max - held : 0,
-    resetMs: 0,
-    retryAfterMs: 0,
+  const remaining = held < max ? max - held : 0
+  if (lease !== undefined) {
+    return {
+      policy,
+      allowed: admits,
+      limit: policy.limit,
+      remaining,
+      resetMs: 0,
+      retryAfterMs: 0,
+      lease,
+    }
   }
-  if (lease !== undefined) result.lease = lease
-  return result
+  return { policy, allowed: admits, limit: policy.limit, remaining, resetMs: 0, retryAfterMs: 0 }
 }
 
 /** The check a concurrency limiter's `tryAcquire` makes of its permits. */

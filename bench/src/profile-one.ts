@@ -1,0 +1,24 @@
+/**
+ * `pnpm --filter @sluice/bench bench:profile <contender id> [scenario] [ms]`: one contender's
+ * timed loop under the CPU profiler (as the evidence for a missed target is taken),
+ * printed as its top functions by self time. For working on one path.
+ */
+import { DECISION_SCENARIOS } from './config'
+import { profileContender } from './decision'
+
+async function main(): Promise<void> {
+  const [id, name = 'hot', ms = '2000'] = process.argv.slice(2)
+  if (id === undefined) throw new Error('usage: profile <contender id> [scenario] [ms]')
+  const scenario = DECISION_SCENARIOS.find((s) => s.name === name)
+  if (scenario === undefined) throw new Error(`no scenario "${name}"`)
+  const profile = await profileContender(id, scenario, Number(ms))
+  console.log(`${id} (${scenario.title}): ${profile.samples} samples`)
+  for (const line of profile.top.slice(0, 25)) {
+    console.log(`${line.selfPct.toFixed(1).padStart(5)}%  ${line.frame}`)
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
