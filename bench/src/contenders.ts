@@ -218,7 +218,10 @@ const fakeResponse: ResponseAccessors<FakeRequest, FakeResponse> = {
   setHeader: (res, name, value) => {
     if (name === 'RateLimit') res.rateLimit = value
     else if (name === 'RateLimit-Policy') res.rateLimitPolicy = value
-    else (res.others ??= new Map()).set(name, value)
+    else {
+      res.others ??= new Map()
+      res.others.set(name, value)
+    }
   },
   signal: () => new AbortController().signal,
 }
