@@ -42,7 +42,7 @@ function headersOf({ limit, windowMs }: AppRate): Record<string, string> {
   const name = compilePolicy({ limit, window: windowMs }, 'bench').name
   return {
     'RateLimit-Policy': `"${name}";q=${limit};w=${Math.ceil(windowMs / 1000)}`,
-    RateLimit: `"${name}";r=${limit - 1};t=${Math.ceil(windowMs / 10_000)}`,
+    RateLimit: `"${name}";r=${limit - 1};t=${Math.ceil((windowMs * 1.1) / 1000)}`,
   }
 }
 

@@ -37,7 +37,7 @@ export interface AppResult {
 }
 
 /** One load run against a server, with the CPU the server spent on it. */
-async function run(server: Child, seconds: number): Promise<ServerRun> {
+export async function run(server: Child, seconds: number): Promise<ServerRun> {
   const before = Number((await server.request({ type: 'cpu' }, 'cpu')).us)
   const result = await load(Number(server.ready.port), seconds, HTTP.connections)
   const after = Number((await server.request({ type: 'cpu' }, 'cpu')).us)
@@ -45,7 +45,7 @@ async function run(server: Child, seconds: number): Promise<ServerRun> {
 }
 
 /** Profiles a server through one load run. */
-async function profileUnderLoad(
+export async function profileUnderLoad(
   server: Child,
 ): Promise<{ profile: ProfileSummary; cpuUs: number }> {
   await server.request({ type: 'profile-start' }, 'profiling')
@@ -54,7 +54,7 @@ async function profileUnderLoad(
   return { profile: reply.profile as ProfileSummary, cpuUs }
 }
 
-async function startServer(framework: Framework, variant: Variant): Promise<Child> {
+export async function startServer(framework: Framework, variant: Variant): Promise<Child> {
   return Child.start('http-server.ts', [JSON.stringify({ framework, variant })], 'listening', {
     timeoutMs: 60_000,
   })

@@ -13,8 +13,9 @@ async function main(): Promise<void> {
   if (scenario === undefined) throw new Error(`no scenario "${name}"`)
   const profile = await profileContender(id, scenario, Number(ms))
   console.log(`${id} (${scenario.title}): ${profile.samples} samples`)
-  for (const line of profile.top.slice(0, 25)) {
-    console.log(`${line.selfPct.toFixed(1).padStart(5)}%  ${line.frame}`)
+  const frames = Object.entries(profile.frames).sort((a, b) => b[1] - a[1])
+  for (const [frame, hits] of frames.slice(0, 30)) {
+    console.log(`${((100 * hits) / profile.samples).toFixed(1).padStart(5)}%  ${frame}`)
   }
 }
 

@@ -37,26 +37,46 @@ export function honoRequest(getIp: GetIp): RequestAccessors<Context> {
 }
 
 /**
- * Header values sluice set on a context, by lower-case name. Before the handler has
- * answered, Hono keeps headers set with `c.header()` in private "prepared" headers with no
- * getter, and reading `c.res` that early would create a Response that @hono/node-server can
- * no longer send on its fast path (measured: about +45 µs per request).
+ * Header values sluice set on a context, by lower-case name, where there is no Node
+ * response (Bun, Deno, Workers, `app.request()`). Before the handler has answered, Hono
+ * keeps headers set with `c.header()` in private "prepared" headers with no getter, and
+ * reading `c.res` that early would make a `Response` for nothing. A field on the context
+ * (a symbol): cheaper than a `WeakMap` entry per request.
  */
-const written = new WeakMap<Context, Map<string, string>>()
+const WRITTEN = Symbol('sluice.headers')
+
+type Marked = Context & { [WRITTEN]?: Map<string, string> }
 
 /**
- * How `@sluice/http` writes to and watches a Hono response. Before the handler has
- * answered, a header's current value is the one sluice set (stacked limiters append to it).
+ * How `@sluice/http` writes to and watches a Hono response.
+ *
+ * Under `@hono/node-server` headers go straight onto the Node response, which merges them
+ * into whatever the app answers (`c.text()`, `c.json()`, a `Response` of its own, an error
+ * page): `c.header()` before the handler would put the response on the server's slow path
+ * (an undici `Headers` per request, converted back for Node). Elsewhere they go through
+ * `c.header()`, and the ones sluice set are remembered for reading back (stacked limiters
+ * append to them) and for restoring onto a `Response` the handler made itself.
  */
 export const honoResponse: ResponseAccessors<Context, Context> = {
-  getHeader: (c, name) =>
-    c.finalized ? (c.res.headers.get(name) ?? undefined) : written.get(c)?.get(name.toLowerCase()),
+  getHeader: (c, name) => {
+    const node = nodeBindings(c)
+    if (node !== undefined) return node.outgoing.getHeader(name)
+    return c.finalized
+      ? (c.res.headers.get(name) ?? undefined)
+      : (c as Marked)[WRITTEN]?.get(name.toLowerCase())
+  },
   setHeader: (c, name, value) => {
+    const node = nodeBindings(c)
+    if (node !== undefined && !node.outgoing.headersSent) {
+      node.outgoing.setHeader(name, value)
+      return
+    }
     c.header(name, value)
-    let headers = written.get(c)
+    const marked = c as Marked
+    let headers = marked[WRITTEN]
     if (headers === undefined) {
       headers = new Map()
-      written.set(c, headers)
+      marked[WRITTEN] = headers
     }
     headers.set(name.toLowerCase(), value)
   },
@@ -69,10 +89,11 @@ export const honoResponse: ResponseAccessors<Context, Context> = {
 /**
  * Puts the headers sluice set back on `c.res` where they are missing. Hono merges headers
  * set before `next()` into responses made with `c.json()`, `c.text()`, `c.body()`..., but
- * not into a `Response` a handler (or `onLimited`) constructs itself.
+ * not into a `Response` a handler (or `onLimited`) constructs itself. (Under
+ * `@hono/node-server` they are on the Node response, which merges them into any answer.)
  */
 export function restoreHeaders(c: Context): void {
-  const headers = written.get(c)
+  const headers = (c as Marked)[WRITTEN]
   if (headers === undefined || !c.finalized) return
   for (const [name, value] of headers) if (!c.res.headers.has(name)) c.header(name, value)
 }
@@ -148,16 +169,18 @@ export async function answer<D>(
     return undefined
   }
   const node = nodeBindings(c)
-  const { signal } = c.req.raw
+  // Only read off Node: @hono/node-server makes the request's signal (and the Request
+  // behind it) on first access, a few microseconds per request for nothing.
+  const signal = node === undefined ? c.req.raw.signal : undefined
   if (node !== undefined) {
     whenResponseOver(node.incoming, node.outgoing, outcome)
     if (isClientGone(node.incoming, node.outgoing)) return clientGone()
-  } else if (signal.aborted) {
+  } else if (signal!.aborted) {
     outcome.done(true)
     return clientGone()
   } else if (untilSent) {
     // Bun, Deno and @hono/node-server abort the request's signal when its client leaves.
-    signal.addEventListener('abort', () => outcome.done(true), { once: true })
+    signal!.addEventListener('abort', () => outcome.done(true), { once: true })
   }
   try {
     await next()
@@ -175,6 +198,6 @@ export async function answer<D>(
   // `await next()` returns once the handler has a Response, before a streamed body is
   // sent: a slot goes with the body until it has been read to the end or cancelled.
   if (untilSent) c.res = holdUntilSent(c.res, outcome)
-  else outcome.done(signal.aborted)
+  else outcome.done(signal!.aborted)
   return undefined
 }

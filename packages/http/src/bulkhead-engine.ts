@@ -341,9 +341,12 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       dropped = status === 503 || status === 504
     }
     const released = this.#give(key, taken, dropped)
-    const handOn = () => this.queue.wake(key)
-    if (isPromiseLike(released)) Promise.resolve(released).then(handOn, handOn)
-    else handOn()
+    if (isPromiseLike(released)) {
+      const handOn = () => this.queue.wake(key)
+      Promise.resolve(released).then(handOn, handOn)
+    } else {
+      this.queue.wake(key)
+    }
   }
 
   #publish(

@@ -174,6 +174,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   readonly refundWhen: ((req: Req, res: Res) => boolean | Promise<boolean>) | undefined
   readonly #headerMode: HeaderMode
   readonly #writers = new WeakMap<readonly Policy[], HeaderWriter | undefined>()
+  /** The writer of the fixed policies, found without a WeakMap lookup per request. */
+  readonly #fixedWriter: HeaderWriter | undefined
   readonly #waitMs: number | undefined
   readonly #maxQueue: number
 
@@ -211,8 +213,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     this.dryRun = readBoolean(factory, 'dryRun', options.dryRun, false)
     this.#headerMode =
       options.headers === undefined ? (this.dryRun ? false : 'draft-8') : options.headers
-    if (this.source.fixed !== undefined) this.#writer(this.source.fixed)
-    else createHeaderWriter(this.#headerMode, [], factory)
+    // Built (and the mode checked) once, here: a bad `headers` fails at construction.
+    this.#fixedWriter = createHeaderWriter(this.#headerMode, this.source.fixed ?? [], factory)
     const { wait } = options
     if (wait === undefined) {
       this.#waitMs = undefined
@@ -246,6 +248,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   }
 
   #writer(policies: readonly Policy[]): HeaderWriter | undefined {
+    if (policies === this.source.fixed) return this.#fixedWriter
     if (this.#writers.has(policies)) return this.#writers.get(policies)
     const writer = createHeaderWriter(this.#headerMode, policies, this.factory)
     this.#writers.set(policies, writer)

@@ -40,11 +40,15 @@ export const koaRequest: RequestAccessors<Context> = {
   },
 }
 
-/** How `@sluice/http` writes to and watches a Koa response. */
+/**
+ * How `@sluice/http` writes to and watches a Koa response. Headers go to the Node response
+ * as `ctx.set()` would put them (it calls `res.setHeader` for a string), without Koa's
+ * delegation and argument juggling on the way.
+ */
 export const koaResponse: ResponseAccessors<Context, Context> = {
   getHeader: (ctx, name) => ctx.res.getHeader(name),
   setHeader: (ctx, name, value) => {
-    ctx.set(name, value)
+    if (!ctx.res.headersSent) ctx.res.setHeader(name, value)
   },
   signal: (ctx) => requestSignal(ctx.req, ctx.res),
   status: (ctx) => ctx.status,

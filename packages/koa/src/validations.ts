@@ -24,10 +24,21 @@ export type ValidateOption = Switches<'xForwardedFor' | 'trustProxy'>
 export class Validations {
   readonly #pending: Set<'xForwardedFor' | 'trustProxy'>
   readonly #factory: string
+  /** `app.proxyIpHeader` and its lower case, so a request does not lower-case it again. */
+  #ipHeader = ''
+  #ipHeaderLower = ''
 
   constructor(factory: string, option: ValidateOption | undefined) {
     this.#factory = factory
     this.#pending = enabledChecks(factory, option, ['xForwardedFor', 'trustProxy'])
+  }
+
+  #lower(header: string): string {
+    if (header !== this.#ipHeader) {
+      this.#ipHeader = header
+      this.#ipHeaderLower = header.toLowerCase()
+    }
+    return this.#ipHeaderLower
   }
 
   /** Runs the checks still pending against one request. */
@@ -43,7 +54,7 @@ export class Validations {
     }
     if (
       this.#pending.has('xForwardedFor') &&
-      ctx.req.headers[app.proxyIpHeader.toLowerCase()] !== undefined
+      ctx.req.headers[this.#lower(app.proxyIpHeader)] !== undefined
     ) {
       this.#pending.delete('xForwardedFor')
       if (!app.proxy) {
