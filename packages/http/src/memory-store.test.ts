@@ -1,4 +1,4 @@
-import { ManualClock } from '@sluice/core'
+import { ManualClock, type RateLimiter, slidingWindow, tokenBucket } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from './memory-store'
 import { compilePolicy, concurrencyPolicy, type PolicyOptions } from './policy'
@@ -156,5 +156,157 @@ describe('memoryStore', () => {
     expect(() => memoryStore({ maxKeys: 2 ** 40 })).toThrow(
       new RangeError(`memoryStore: "maxKeys" must be at most 10000000, got ${2 ** 40}`),
     )
+  })
+})
+
+describe('memoryStore rows', () => {
+  it('keeps a sliding window per key in one slab: 2,000 keys decide as limiters of their own', () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    const p = policyOf({ limit: 3, window: '1h', slots: 6 })
+    const twins = new Map<string, RateLimiter>()
+    const keys = Array.from({ length: 2_000 }, (_, i) => `client-${i}`)
+    for (let round = 0; round < 5; round++) {
+      clock.advance(round * 7 * 60_000) // crosses slots, and by round 4 the first has left
+      for (const key of keys) {
+        let twin = twins.get(key)
+        if (twin === undefined) {
+          twin = slidingWindow({ limit: 3, window: '1h', slots: 6, clock })
+          twins.set(key, twin)
+        }
+        const taken = store.take(key, [p], 1)
+        expect(taken.allowed).toBe(twin.tryAcquire())
+        expect(taken.results[0]?.remaining).toBe(twin.availablePermits())
+      }
+    }
+    expect(store.size).toBe(2_000)
+  })
+
+  it('starts an evicted key afresh while its neighbours in the slab keep their counts', () => {
+    const store = memoryStore({ maxKeys: 50 })
+    const p = policyOf({ limit: 2, window: '1h' })
+    for (let i = 0; i < 50; i++) store.take(`k${i}`, [p], 2)
+    for (let i = 50; i < 60; i++) store.take(`k${i}`, [p], 1) // evicts k0..k9
+    expect(store.size).toBe(50)
+    expect(store.get('k0', [p])[0]?.remaining).toBe(2)
+    expect(store.get('k10', [p])[0]?.remaining).toBe(0)
+    expect(store.get('k55', [p])[0]?.remaining).toBe(1)
+  })
+
+  it('refunds each key’s own slot by its receipt, in the slab', () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    const p = policyOf({ limit: 1, window: 600, slots: 6 })
+    const a = store.take('a', [p], 1)
+    clock.advance(300)
+    const b = store.take('b', [p], 1)
+    clock.advance(400) // a's slot has left the window; b's has not
+    expect(store.take('a', [p], 1).allowed).toBe(true)
+    store.refund('a', [p], 1, [a.results[0]?.receipt])
+    store.refund('b', [p], 1, [b.results[0]?.receipt])
+    expect(store.take('a', [p], 1).allowed).toBe(false)
+    expect(store.take('b', [p], 1).allowed).toBe(true)
+  })
+
+  it('reuses a key’s row when it went back to fresh between visits', () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock, maxKeys: 1 })
+    const pace = policyOf({ algorithm: 'leaky-bucket', limit: 1, window: 10 })
+    for (let i = 0; i < 100; i++) {
+      expect(store.take('steady', [pace], 1).allowed).toBe(true)
+      clock.advance(10)
+    }
+    expect(store.size).toBe(1)
+    // With one slot in the LRU nobody else was evicted, and a second key still fits in turn.
+    expect(store.take('other', [pace], 1).allowed).toBe(true)
+    expect(store.size).toBe(1)
+  })
+
+  it('leaves nothing behind, and evicts nobody, for a new key refused at once', () => {
+    const store = memoryStore({ maxKeys: 2 })
+    const p = policyOf({ algorithm: 'fixed-window', limit: 2, window: '1h' })
+    store.take('a', [p], 1)
+    store.take('b', [p], 1)
+    expect(store.take('greedy', [p], 3).allowed).toBe(false)
+    expect(store.size).toBe(2)
+    expect(store.get('a', [p])[0]?.remaining).toBe(1)
+    expect(store.get('b', [p])[0]?.remaining).toBe(1)
+  })
+
+  it('checks several policies against one key atomically, each in its own slab', () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    const policies = [
+      policyOf({ name: 'minute', limit: 5, window: '1m', slots: 6 }),
+      policyOf({ name: 'burst', algorithm: 'token-bucket', limit: 2, window: '1s' }),
+    ]
+    const twins = [
+      slidingWindow({ limit: 5, window: '1m', slots: 6, clock }),
+      tokenBucket({ limit: 2, window: '1s', clock }),
+    ]
+    const outcomes: boolean[] = []
+    for (let i = 0; i < 12; i++) {
+      const taken = store.take('k', policies, 1)
+      const both = twins.every((t) => t.availablePermits() >= 1)
+      if (both) for (const t of twins) t.tryAcquire()
+      expect(taken.allowed).toBe(both)
+      expect(taken.results.map((r) => r.remaining)).toEqual(twins.map((t) => t.availablePermits()))
+      outcomes.push(taken.allowed)
+      clock.advance(300)
+    }
+    // The bucket refused some while the window had room; the window then capped at 5.
+    expect(outcomes.filter(Boolean)).toHaveLength(5)
+    expect(outcomes.slice(0, 3)).toEqual([true, true, true])
+  })
+})
+
+describe('memoryStore bulkhead slots', () => {
+  const slotsOf = (lease: unknown) => (lease as { slots: object }).slots
+
+  it('reuses an idle key’s slots instead of building them again for every request', () => {
+    const store = memoryStore()
+    const pool = concurrencyPolicy('pool', 2)
+    const first = store.take('k', [pool], 1).results[0]!.lease!
+    store.release('k', pool, first)
+    const second = store.take('k', [pool], 1).results[0]!.lease!
+    expect(slotsOf(second)).toBe(slotsOf(first))
+    store.release('k', pool, second)
+    expect(store.inFlight).toBe(0)
+  })
+
+  it('keeps idle keys only up to maxKeys, and busy ones always', () => {
+    const store = memoryStore({ maxKeys: 2 })
+    const pool = concurrencyPolicy('pool', 1)
+    const busy = store.take('busy', [pool], 1).results[0]!.lease!
+    for (let i = 0; i < 100; i++) {
+      const lease = store.take(`idle-${i}`, [pool], 1).results[0]!.lease!
+      store.release(`idle-${i}`, pool, lease)
+    }
+    expect(store.take('busy', [pool], 1).allowed).toBe(false)
+    store.release('busy', pool, busy)
+    expect(store.take('busy', [pool], 1).allowed).toBe(true)
+    expect(store.get('idle-0', [pool])[0]?.remaining).toBe(1)
+  })
+
+  it('a lease releases once, and never after a reset, even with the key busy again', () => {
+    const store = memoryStore()
+    const pool = concurrencyPolicy('pool', 1)
+    const old = store.take('k', [pool], 1).results[0]!.lease!
+    store.reset('k', [pool])
+    const current = store.take('k', [pool], 1)
+    expect(current.allowed).toBe(true)
+    store.release('k', pool, old)
+    expect(store.inFlight).toBe(1)
+    expect(store.take('k', [pool], 1).allowed).toBe(false)
+    const lease = current.results[0]!.lease!
+    store.release('k', pool, lease)
+    store.release('k', pool, lease)
+    expect(store.inFlight).toBe(0)
+    // A lease names its key: released under another, it frees nothing.
+    const other = store.take('other', [pool], 1).results[0]!.lease!
+    store.release('k', pool, other)
+    expect(store.inFlight).toBe(1)
+    expect(typeof other.id).toBe('string')
+    expect(other.id).not.toBe(lease.id)
   })
 })
