@@ -129,6 +129,7 @@ describe('keyedLimiter', () => {
         want.retryAfterMs,
       ])
       expect(kernel.available(-1, clock.now())).toBe(twin.availablePermits())
+      if (!kernel.ageless) expect(kernel.freshPermits).toBe(twin.availablePermits())
       // Row 0 kept its permit.
       expect(kernel.available(0, clock.now())).toBeLessThan(twin.availablePermits())
     }

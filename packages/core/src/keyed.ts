@@ -51,6 +51,12 @@ export interface Quota {
 export interface KeyedLimiter {
   /** A warm-up bucket's state is its age: its rows never become fresh again. */
   readonly ageless: boolean
+  /**
+   * The most permits a fresh row can give at once (capacity or limit); for a warm-up
+   * bucket, whose fresh rows start cold, the least it can (a third of its capacity, and
+   * at least one).
+   */
+  readonly freshPermits: number
   /** Rows allocated. */
   readonly rows: number
   /** Makes room for `rows` rows (never fewer than now), keeping those there. */
@@ -103,6 +109,7 @@ function grown<A extends Float64Array | Counts>(array: A, length: number, make: 
 /** Token and leaky bucket: one number per key, the theoretical arrival time. */
 class ConstantGcraRows implements KeyedLimiter {
   readonly ageless = false
+  readonly freshPermits: number
   rows = 0
   readonly #clock = new StoppedClock()
   readonly #limiter: ConstantGcraLimiter
@@ -113,6 +120,7 @@ class ConstantGcraRows implements KeyedLimiter {
   constructor(spec: NormalizedRateSpec) {
     this.#limiter = limiterFor(spec, this.#clock)
     this.#scale = this.#limiter.limit
+    this.freshPermits = this.#limiter.capacity
   }
 
   resize(rows: number): void {
@@ -171,6 +179,7 @@ class ConstantGcraRows implements KeyedLimiter {
 /** Warm-up bucket: the theoretical arrival time and the creation time, per key. */
 class WarmUpRows implements KeyedLimiter {
   readonly ageless = true
+  readonly freshPermits: number
   rows = 0
   readonly #clock = new StoppedClock()
   readonly #limiter: WarmUpLimiter
@@ -179,6 +188,7 @@ class WarmUpRows implements KeyedLimiter {
 
   constructor(spec: NormalizedRateSpec) {
     this.#limiter = limiterFor(spec, this.#clock)
+    this.freshPermits = this.available(-1, 0)
   }
 
   resize(rows: number): void {
@@ -248,6 +258,7 @@ class WarmUpRows implements KeyedLimiter {
  */
 class SlidingWindowRows implements KeyedLimiter {
   readonly ageless = false
+  readonly freshPermits: number
   rows = 0
   readonly #clock = new StoppedClock()
   readonly #limiter: SlidingWindowLimiter
@@ -262,6 +273,7 @@ class SlidingWindowRows implements KeyedLimiter {
     this.#width = spec.slots + 2
     this.#counts = countArray(spec.limit, 0)
     this.#fresh = countArray(spec.limit, this.#width)
+    this.freshPermits = spec.limit
   }
 
   resize(rows: number): void {
@@ -272,8 +284,8 @@ class SlidingWindowRows implements KeyedLimiter {
   }
 
   clear(row: number): void {
-    const base = row * this.#width
-    this.#counts.fill(0, base, base + this.#width)
+    // A ring whose head is before every generation counts nothing, whatever its buckets
+    // hold: the first take claims (zeroes) them all and takes their counts off the sum.
     this.#heads[row] = Number.NEGATIVE_INFINITY
   }
 
@@ -324,6 +336,7 @@ class SlidingWindowRows implements KeyedLimiter {
 /** Fixed window: the window counted in and its count, per key. */
 class FixedWindowRows implements KeyedLimiter {
   readonly ageless = false
+  readonly freshPermits: number
   rows = 0
   readonly #clock = new StoppedClock()
   readonly #limiter: FixedWindowLimiter
@@ -331,6 +344,7 @@ class FixedWindowRows implements KeyedLimiter {
 
   constructor(spec: NormalizedRateSpec) {
     this.#limiter = limiterFor(spec, this.#clock)
+    this.freshPermits = this.#limiter.limit
   }
 
   resize(rows: number): void {

@@ -415,7 +415,7 @@ class InMemoryStore implements MemoryStore {
     if (blocked === 0) {
       // A key without state gets a row once its first take can pass: a refusal leaves
       // nothing behind and evicts nobody.
-      if (row === -1 && kernel.available(-1, now) >= cost) row = table.insert(key, now)
+      if (row === -1 && cost <= kernel.freshPermits) row = table.insert(key, now)
       if (row !== -1) allowed = kernel.decide(row, cost, now, quota)
       else kernel.quota(-1, cost, false, now, quota)
       if (!allowed && strikes !== undefined) {
