@@ -122,6 +122,10 @@ class InsertRunner {
   }
 
   #fresh(): Instance {
+    // The structure being replaced is collected now, untimed, rather than by a major
+    // collection in the middle of the next timed batches.
+    this.#instance = undefined as unknown as Instance
+    gc!()
     const instance = this.#build()
     // A first decision outside any timing: a structure built lazily builds itself here.
     void decide(instance, 'warm-up key')

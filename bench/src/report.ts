@@ -55,7 +55,7 @@ function scenarioNote(scenario: ScenarioResult): string {
   const { shape, keys, maxKeys } = scenario.scenario
   switch (shape) {
     case 'insert':
-      return `Every decision is for a key the structure has never seen: batches of 5,000 fresh keys, each batch timed on its own (median batch per sample); after ${keys.toLocaleString('en-US')} fresh keys the structure is rebuilt, untimed, and its first decision is made before timing resumes. The floor inserts into its \`Map\`; sluice stores are sized to the pool, so nothing is evicted.`
+      return `Every decision is for a key the structure has never seen: batches of 5,000 fresh keys, each batch timed on its own (median batch per sample); after ${keys.toLocaleString('en-US')} fresh keys the old structure is collected and a new one built, untimed, and its first decision is made before timing resumes. The floor inserts into its \`Map\`; sluice stores are sized to the pool, so nothing is evicted.`
     case 'churn':
       return `${keys.toLocaleString('en-US')} keys visited in turn through a sluice store of \`maxKeys\` ${(maxKeys ?? keys).toLocaleString('en-US')}: every visit finds its key evicted, evicts the least recently used one and starts it fresh. The floor keeps every key in its \`Map\`.`
     default:
