@@ -183,7 +183,9 @@ export abstract class Engine<Req, Res> {
   /** The key of a request, normalized (fallback, long keys hashed). */
   protected keyOf(req: Req): MaybePromise<string> {
     const raw = this.#key(req, this.request)
-    if (isPromiseLike(raw)) return Promise.resolve(raw).then((k) => this.keys.normalize(k))
+    if (typeof raw !== 'string' && isPromiseLike(raw)) {
+      return Promise.resolve(raw).then((k) => this.keys.normalize(k))
+    }
     return this.keys.normalize(raw)
   }
 

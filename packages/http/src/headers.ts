@@ -148,6 +148,21 @@ function draft8(policies: readonly Policy[]): HeaderWriter {
     timed[i]
       ? `${prefixes[i]}${count(result.remaining)};t=${toSeconds(result.resetMs)}`
       : `${prefixes[i]}${count(result.remaining)}`
+  if (policies.length === 1) {
+    // One policy (the usual case): its item alone, without the list's loop.
+    const [prefix] = prefixes as [string]
+    const [withReset] = timed as [boolean]
+    return {
+      write(res, response, decision) {
+        const result = decision.results[0]!
+        const value = withReset
+          ? `${prefix}${count(result.remaining)};t=${toSeconds(result.resetMs)}`
+          : `${prefix}${count(result.remaining)}`
+        append(res, response, 'RateLimit-Policy', policyValue)
+        append(res, response, 'RateLimit', value)
+      },
+    }
+  }
   return {
     write(res, response, decision) {
       const { results } = decision

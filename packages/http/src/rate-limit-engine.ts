@@ -280,11 +280,15 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
 
   #keyed(req: Req, res: Res): MaybePromise<Outcome> {
     const key = this.keyOf(req)
-    if (isPromiseLike(key)) return Promise.resolve(key).then((k) => this.#policied(req, res, k))
+    if (typeof key !== 'string') {
+      return Promise.resolve(key).then((k) => this.#policied(req, res, k))
+    }
     return this.#policied(req, res, key)
   }
 
   #policied(req: Req, res: Res, key: string): MaybePromise<Outcome> {
+    const fixed = this.source.fixed
+    if (fixed !== undefined) return this.#costed(req, res, key, fixed)
     const policies = this.source.resolve(req)
     if (isPromiseLike(policies)) {
       return Promise.resolve(policies).then((p) => this.#costed(req, res, key, p))
