@@ -53,4 +53,10 @@ export {
   type WaitingOptions,
 } from './rate-limit-engine'
 export { boundedKey, MAX_KEY_LENGTH } from './request-key'
-export { createdInsideRequest, emitWarning, enabledChecks, type ValidateOption } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  enabledChecks,
+  forgetWarnings,
+  type ValidateOption,
+} from './warnings'
