@@ -27,6 +27,14 @@ export {
   storeChannel,
 } from './events'
 export {
+  type BulkheadHandles,
+  methodDecorator,
+  outcomeUnlessGone,
+  type RateLimitHandles,
+  withBulkheadHandles,
+  withRateLimitHandles,
+} from './handles'
+export {
   createHeaderWriter,
   type HeaderMode,
   type HeaderWriter,
@@ -44,6 +52,13 @@ export {
   makePolicy,
   PolicySource,
 } from './policy'
+export {
+  type ProxyCheck,
+  ProxyChecks,
+  type ProxyTexts,
+  type ProxyView,
+  WATCHED_REQUESTS,
+} from './proxy-checks'
 export {
   decision,
   type KeyState,
