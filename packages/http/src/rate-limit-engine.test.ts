@@ -419,6 +419,28 @@ describe('RateLimitEngine dry run', () => {
     })
   })
 
+  it('counts as the enforcing middleware would, refunds included', () => {
+    // Outcome-based counting (count only what refundWhen keeps): in shadow mode the
+    // decision must report what enforcement would decide, so refunds happen there too.
+    const run = (dryRun: boolean) => {
+      const limiter = engine({
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1m',
+        dryRun,
+        refundWhen: (req) => req.headers?.failed !== 'yes',
+      })
+      return ['no', 'no', 'yes', 'no'].map((failed) => {
+        const { outcome } = admit(limiter, { headers: { failed } })
+        // What an adapter does: watch the response only when the outcome holds something.
+        if (outcome.holds) outcome.done(false)
+        return outcome.decision?.allowed
+      })
+    }
+    expect(run(false)).toEqual([true, true, true, false])
+    expect(run(true)).toEqual([true, true, true, false])
+  })
+
   it('refuses waiting mode at construction: nothing waits in dry run', () => {
     expect(() => engine({ dryRun: true, wait: { timeout: '1s' } })).toThrow(
       new TypeError(
