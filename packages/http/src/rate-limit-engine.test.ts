@@ -635,6 +635,43 @@ describe('RateLimitEngine penalties', () => {
   })
 })
 
+describe('RateLimitEngine penalties, budget refilled during the block', () => {
+  // A token bucket of 2 per 10 s (one token every 5 s) blocked for 6 s at 100 ms: by
+  // 5.5 s a token is back, but the key may take it only when the block ends at 6.1 s.
+  // t is the time until more quota for this key: the block's end, as Retry-After says.
+  const table: [at: number, action: string, rateLimit: string, retryAfter: string | undefined][] = [
+    [0, 'pass', 'r=1;t=5', undefined],
+    [0, 'pass', 'r=0;t=5', undefined],
+    [100, 'refuse', 'r=0;t=6', '6'],
+    [5_500, 'refuse', 'r=0;t=1', '1'],
+    [6_100, 'pass', 'r=0;t=4', undefined],
+  ]
+
+  it('shows t as the time to the end of the block, equal to Retry-After', () => {
+    const clock = new ManualClock()
+    const limiter = engine({
+      name: 'bucket',
+      algorithm: 'token-bucket',
+      limit: 2,
+      window: '10s',
+      block: { for: '6s' },
+      clock,
+      store: memoryStore({ clock }),
+    })
+    const seen = table.map(([at]) => {
+      clock.set(at)
+      const { outcome, headers } = admit(limiter)
+      return [
+        at,
+        outcome.action,
+        headers.RateLimit?.replace('"bucket";', ''),
+        headers['Retry-After'],
+      ]
+    })
+    expect(seen).toEqual(table)
+  })
+})
+
 describe('RateLimitEngine refusal bodies', () => {
   const refusedWith = (options: RateLimitOptions<FakeRequest, FakeResponse>) => {
     const limiter = engine({ algorithm: 'fixed-window', limit: 1, window: '1m', ...options })
