@@ -495,7 +495,9 @@ class InMemoryStore implements MemoryStore {
     let retryAfterMs = 0
     if (timed) {
       // Draft -10's reset: until one more permit is free; 0 when none can be (it is full).
-      const more = limiter.retryAfterMs(available + 1)
+      // A blocked key is shown 0 remaining, so its next quota is the first permit it may
+      // take once the block is over, whatever its budget has refilled to meanwhile.
+      const more = limiter.retryAfterMs(blockedMs > 0 ? 1 : available + 1)
       resetMs = Number.isFinite(more) ? more : 0
       // A bulkhead has no time axis: its 0 means "unknown", as in RateLimitError.
       if (!allowed) retryAfterMs = limiter.retryAfterMs(cost)
