@@ -1,11 +1,4 @@
-import {
-  describe,
-  rangeError,
-  readFunction,
-  readInteger,
-  readOptions,
-  typeError,
-} from '@sluice/core/validation'
+import { readFunction, readInteger, readOptions, typeError } from '@sluice/core/validation'
 import ipaddr from 'ipaddr.js'
 import type { RequestAccessors } from './accessors'
 import { isPromiseLike } from './maybe-promise'
