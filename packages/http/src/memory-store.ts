@@ -1,12 +1,11 @@
 import {
   type Clock,
-  type CompactRateLimiter,
   type ConcurrencyLimiter,
   createLimiter,
-  isCompact,
   type NormalizedRateSpec,
   type RateLimiter,
 } from '@sluice/core'
+import { type CompactRateLimiter, isCompact } from '@sluice/core/internal'
 import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { LRUCache } from 'lru-cache'
 import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'

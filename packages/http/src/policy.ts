@@ -1,10 +1,5 @@
-import {
-  algorithmDefinition,
-  type Duration,
-  type NormalizedSpec,
-  normalizeSpec,
-  RATE_ALGORITHMS,
-} from '@sluice/core'
+import { type Duration, type NormalizedSpec, normalizeSpec, RATE_ALGORITHMS } from '@sluice/core'
+import { algorithmDefinition } from '@sluice/core/internal'
 import {
   MAX_NAME_LENGTH,
   rangeError,
