@@ -51,7 +51,7 @@ export interface RateLimitHook extends onRequestHookHandler, RateLimitHandles {}
  * import Fastify from 'fastify'
  * import { rateLimit } from '@sluice/fastify'
  *
- * const app = Fastify({ trustProxy: 1 })
+ * const app = Fastify({ trustProxy: '10.0.0.0/8' })
  * app.addHook('onRequest', rateLimit({ limit: 100, window: '1m' }))
  * app.post('/login', { onRequest: rateLimit({ limit: 5, window: '15m' }) }, login)
  * ```
