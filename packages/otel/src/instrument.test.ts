@@ -263,7 +263,25 @@ describe('instrument(): bulkheads', () => {
     expect(counts[boundaries.indexOf(0.05)]).toBe(1)
   })
 
-  it.todo('lowers queued_requests when a queued client leaves (needs an event from @sluice/http)')
+  it('lowers queued_requests when a queued client leaves, counted as canceled', async () => {
+    const { clock, engine } = setup()
+    const first = await engine.admit(from('10.0.0.1'), undefined)
+    const quitter = from('10.0.0.2')
+    const waiting = engine.admit(quitter, undefined)
+    expect(await points('sluice.rate_limiting.queued_requests')).toEqual([[policy('reports'), 1]])
+    await clock.advanceAsync(300)
+    quitter.gone?.abort(new Error('client left'))
+    await expect(waiting).rejects.toThrow('client left')
+    expect(await points('sluice.rate_limiting.queued_requests')).toEqual([[policy('reports'), 0]])
+    expect(await points('sluice.rate_limiting.requests')).toEqual([
+      [decided('reports', 'acquired'), 1],
+      [decided('reports', 'canceled'), 1],
+    ])
+    expect(await histogram('sluice.rate_limiting.request.time_in_queue')).toEqual([
+      [decided('reports', 'canceled'), 1, 0.3],
+    ])
+    first.done(false)
+  })
 
   it("reports an adaptive limiter's limit each time it moves", async () => {
     start()

@@ -15,9 +15,10 @@ export const VERSION = '0.1.0'
 /**
  * How a request fared, in `sluice.rate_limiting.result`: ASP.NET Core's `acquired`, one
  * word for its `endpoint_limiter` and `global_limiter` (the policy attribute says which
- * limit refused), and `would_refuse` for a dry run's refusal that was not carried out.
+ * limit refused), `canceled` for its `request_canceled` (a queued client left), and
+ * `would_refuse` for a dry run's refusal that was not carried out.
  */
-export type RateLimitingResult = 'acquired' | 'refused' | 'would_refuse'
+export type RateLimitingResult = 'acquired' | 'refused' | 'canceled' | 'would_refuse'
 
 /** Options of {@link instrument}. */
 export interface InstrumentOptions {
@@ -153,6 +154,13 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
         queued.add(-1, policy)
         if (event.waitedMs !== undefined) {
           timeInQueue.record(event.waitedMs / 1000, decided(event.policy, 'refused'))
+        }
+        break
+      case 'cancel':
+        queued.add(-1, policy)
+        requests.add(1, decided(event.policy, 'canceled'))
+        if (event.waitedMs !== undefined) {
+          timeInQueue.record(event.waitedMs / 1000, decided(event.policy, 'canceled'))
         }
         break
       case 'reject':
