@@ -1,5 +1,5 @@
-import Fastify from 'fastify'
 import { keys, rateLimit } from '@sluice/fastify'
+import Fastify from 'fastify'
 
 declare module 'fastify' {
   interface FastifyRequest {

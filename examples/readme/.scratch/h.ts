@@ -1,5 +1,5 @@
-import { Hono } from 'hono'
 import { keys, rateLimit } from '@sluice/hono'
+import { Hono } from 'hono'
 
 const app = new Hono<{ Variables: { user?: { id: string } } }>()
 app.use(async (c, next) => {

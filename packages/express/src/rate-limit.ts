@@ -28,8 +28,14 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response
 /** The middleware `rateLimit()` returns: a request handler with a few handles on its state. */
 export interface RateLimitMiddleware extends RequestHandler, RateLimitHandles {}
 
-/** Builds the engine and the per-request runner behind `rateLimit()` and `@RateLimit()`. */
-export function createRateLimit(options: RateLimitOptions, factory: string) {
+/** Builds the engine and the per-request runner behind `rateLimit()`. */
+function createRateLimit(
+  options: RateLimitOptions,
+  factory: string,
+): {
+  engine: RateLimitEngine<Request, Response>
+  run: (req: Request, res: Response, next: NextFunction, proceed?: () => void) => void
+} {
   const engine = new RateLimitEngine<Request, Response>(
     options,
     expressRequest,
