@@ -57,10 +57,15 @@ function tc39Decorators(): Plugin {
   }
 }
 
+// Vitest also hands these to its workers as Node's --conditions, so they must be ones Node
+// can follow: no 'module' (vite's default), whose builds may not load in Node, e.g.
+// @opentelemetry/api's extensionless ESM.
+const conditions = ['@sluice/source', 'node', 'development|production']
+
 export default defineConfig({
   plugins: [tc39Decorators()],
-  resolve: { conditions: ['@sluice/source', 'module', 'node', 'development|production'] },
-  ssr: { resolve: { conditions: ['@sluice/source', 'module', 'node', 'development|production'] } },
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     projects,
     reporters: ['default', './scripts/summary-reporter.ts'],

@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsdown'
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/validation.ts', 'src/keyed.ts'],
+  entry: ['src/index.ts', 'src/validation.ts', 'src/internal.ts'],
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,

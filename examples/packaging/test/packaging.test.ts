@@ -121,9 +121,13 @@ interface QuickStart {
 }
 
 const expressEsm = blockAfter('## Quick start', 'ts')
-const koaEsm = blockAfter('## Express, Koa and Hono', 'ts', "import Router from '@koa/router'")
+const koaEsm = blockAfter(
+  '## Express, Koa, Hono and Fastify',
+  'ts',
+  "import Router from '@koa/router'",
+)
 const honoEsm = blockAfter(
-  '## Express, Koa and Hono',
+  '## Express, Koa, Hono and Fastify',
   'ts',
   "import { serve } from '@hono/node-server'",
 )
@@ -134,8 +138,8 @@ const quickStarts: QuickStart[] = [
     cjs: blockAfter('## Quick start', 'js'),
     path: '/',
     admitted: 100,
-    policy: '"default";q=100;w=60',
-    first: /^"default";r=99;t=\d+$/,
+    policy: '"100-per-1m";q=100;w=60',
+    first: /^"100-per-1m";r=99;t=\d+$/,
   },
   {
     name: 'koa',
@@ -143,8 +147,8 @@ const quickStarts: QuickStart[] = [
     cjs: toCommonJs(koaEsm),
     path: '/search',
     admitted: 10,
-    policy: '"default";q=100;w=60, "search";q=10;w=60',
-    first: /^"default";r=99;t=\d+, "search";r=9;t=\d+$/,
+    policy: '"100-per-1m";q=100;w=60, "search";q=10;w=60',
+    first: /^"100-per-1m";r=99;t=\d+, "search";r=9;t=\d+$/,
   },
   {
     name: 'hono',
@@ -152,8 +156,8 @@ const quickStarts: QuickStart[] = [
     cjs: toCommonJs(honoEsm),
     path: '/search',
     admitted: 10,
-    policy: '"default";q=100;w=60, "search";q=10;w=60',
-    first: /^"default";r=99;t=\d+, "search";r=9;t=\d+$/,
+    policy: '"100-per-1m";q=100;w=60, "search";q=10;w=60',
+    first: /^"100-per-1m";r=99;t=\d+, "search";r=9;t=\d+$/,
   },
 ]
 

@@ -1,6 +1,5 @@
-import { parseDuration } from './duration'
 import type { Duration } from './types'
-import { describe } from './validation'
+import { describe, readDuration } from './validation'
 
 /** A function or method as the decorators see it. */
 export type Method<This, Args extends unknown[], R> = (this: This, ...args: Args) => R
@@ -46,5 +45,5 @@ export function named<F extends Function>(wrapper: F, name: string): F {
 export function readWait(decorator: string, wait: Duration | undefined): number | undefined {
   if (wait === undefined) return undefined
   if (wait === Number.POSITIVE_INFINITY) return wait
-  return parseDuration(wait, `${decorator}: "wait"`)
+  return readDuration(decorator, 'wait', wait)
 }

@@ -20,11 +20,9 @@ export {
   type PermitOutcome,
   type VegasOptions,
 } from './adaptive-concurrency'
-export type { AlgorithmDefinition } from './algorithm'
-export { ALGORITHMS, algorithmDefinition, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
+export { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
 export { type BulkheadedOptions, bulkheaded } from './bulkheaded'
 export { ManualClock, systemClock } from './clock'
-export { isCompact } from './compact'
 export { concurrency } from './concurrency'
 export { createLimiter } from './create-limiter'
 export type { AsyncMethodWrapper, Method, MethodWrapper } from './decorate'
@@ -35,5 +33,25 @@ export { leakyBucket } from './leaky-bucket'
 export { type RateLimitedOptions, rateLimited } from './rate-limited'
 export { slidingWindow } from './sliding-window'
 export { tokenBucket } from './token-bucket'
-export type * from './types'
+export type {
+  Algorithm,
+  Clock,
+  CommonOptions,
+  ConcurrencyLimiter,
+  ConcurrencyOptions,
+  Duration,
+  FixedWindowOptions,
+  LeakyBucketOptions,
+  Limiter,
+  LimiterSpec,
+  NormalizedRateSpec,
+  NormalizedSpec,
+  Permit,
+  RateLimiter,
+  RateLimiterSpec,
+  SlidingWindowOptions,
+  TokenBucketOptions,
+  WaitOptions,
+  WarmUpTokenBucketOptions,
+} from './types'
 export { warmUpTokenBucket } from './warm-up-token-bucket'

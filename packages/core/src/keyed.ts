@@ -1,6 +1,6 @@
 /**
  * Per-key state of the five time-based limiters, kept in typed arrays with one row per
- * key (`@sluice/core/keyed`): what a store that keeps many clients in one process uses
+ * key (exported from `@sluice/core/internal`): what a store that keeps many clients in one process uses
  * instead of a limiter object per key. A token or leaky bucket's row is one number, a
  * fixed window's two, a warm-up bucket's two, a sliding window's `slots + 2` small
  * integers (as narrow as its limit allows) and one number; rows live in slabs that grow
@@ -73,6 +73,8 @@ export interface KeyedLimiter {
   quota(row: number, permits: number, allowed: boolean, now: number, out: Quota): void
   /** `take` and `quota` in one. */
   decide(row: number, permits: number, now: number, out: Quota): boolean
+  /** `retryAfterMs(permits)` of the row at `now`. */
+  wait(row: number, permits: number, now: number): number
   /** `refund(permits, receipt)` on the row at `now`. */
   refund(row: number, permits: number, receipt: number | undefined, now: number): void
 }
@@ -145,6 +147,10 @@ class ConstantGcraRows implements KeyedLimiter {
 
   available(row: number, now: number): number {
     return this.#bind(row, now).availablePermits()
+  }
+
+  wait(row: number, permits: number, now: number): number {
+    return this.#bind(row, now).retryAfterMs(permits)
   }
 
   take(row: number, permits: number, now: number): boolean {
@@ -221,6 +227,10 @@ class WarmUpRows implements KeyedLimiter {
 
   available(row: number, now: number): number {
     return this.#bind(row, now).availablePermits()
+  }
+
+  wait(row: number, permits: number, now: number): number {
+    return this.#bind(row, now).retryAfterMs(permits)
   }
 
   take(row: number, permits: number, now: number): boolean {
@@ -306,6 +316,10 @@ class SlidingWindowRows implements KeyedLimiter {
     return this.#bind(row, now).availablePermits()
   }
 
+  wait(row: number, permits: number, now: number): number {
+    return this.#bind(row, now).retryAfterMs(permits)
+  }
+
   take(row: number, permits: number, now: number): boolean {
     const limiter = this.#bind(row, now)
     if (!limiter.tryAcquire(permits)) return false
@@ -382,6 +396,10 @@ class FixedWindowRows implements KeyedLimiter {
 
   available(row: number, now: number): number {
     return this.#bind(row, now).availablePermits()
+  }
+
+  wait(row: number, permits: number, now: number): number {
+    return this.#bind(row, now).retryAfterMs(permits)
   }
 
   take(row: number, permits: number, now: number): boolean {

@@ -1,9 +1,11 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, Policy, Store } from '@sluice/http'
+import type { Decision } from '@sluice/http'
 import {
   BulkheadEngine,
+  type BulkheadHandles,
   type BulkheadOptions as HttpBulkheadOptions,
   whenSettled,
+  withBulkheadHandles,
 } from '@sluice/http/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { answer, expressRequest, expressResponse, fail } from './accessors'
@@ -15,14 +17,7 @@ export interface BulkheadOptions extends HttpBulkheadOptions<Request, Response> 
 }
 
 /** The middleware `bulkhead()` returns. */
-export interface BulkheadMiddleware extends RequestHandler {
-  /** The bulkhead's concurrency policy. */
-  readonly policies: readonly Policy[]
-  /** Where slots are counted. */
-  readonly store: Store
-  /** Requests waiting for a slot under `key` (default: the global key). */
-  queued(key?: string): number
-}
+export interface BulkheadMiddleware extends RequestHandler, BulkheadHandles {}
 
 /** The engine and per-request runner behind `bulkhead()` and `@Bulkhead()`. */
 export interface BulkheadRunner {
@@ -90,11 +85,5 @@ export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
   function bulkhead(req: Request, res: Response, next: NextFunction): void {
     run(req, res, next)
   }
-  return Object.assign(bulkhead, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    queued: (key?: string) => engine.queued(key),
-  })
+  return withBulkheadHandles(bulkhead, engine)
 }

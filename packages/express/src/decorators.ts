@@ -1,3 +1,4 @@
+import { methodDecorator } from '@sluice/http/adapter'
 import type { NextFunction, Request, Response } from 'express'
 import { type BulkheadOptions, createBulkhead } from './bulkhead'
 import { type RateLimitOptions, rateLimit } from './rate-limit'
@@ -62,20 +63,17 @@ const nothing = () => {}
  */
 export function RateLimit(options: RateLimitOptions = {}) {
   const middleware = rateLimit(options)
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@RateLimit: decorates methods only')
-    // The replacement answers through res/next and returns nothing: Express ignores a
-    // handler's result once errors are routed to next(), which invoke() does.
-    return function rateLimited(this: This, req: Request, res: Response, next: NextFunction) {
+  // The replacement answers through res/next and returns nothing: Express ignores a
+  // handler's result once errors are routed to next(), which invoke() does.
+  return methodDecorator<HandlerMethod<unknown>>(
+    'RateLimit',
+    (method, self) => (req, res, next) => {
       middleware(req, res, (value?: unknown) => {
         if (value !== undefined) next(value as 'route')
-        else invoke(method, this, req, res, next, nothing)
+        else invoke(method, self, req, res, next, nothing)
       })
-    } as M
-  }
+    },
+  )
 }
 
 /**
@@ -96,15 +94,7 @@ export function RateLimit(options: RateLimitOptions = {}) {
  */
 export function Bulkhead(options: BulkheadOptions = {}) {
   const { run } = createBulkhead(options, 'Bulkhead')
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@Bulkhead: decorates methods only')
-    // The replacement answers through res/next and returns nothing: Express ignores a
-    // handler's result once errors are routed to next(), which invoke() does.
-    return function bulkheaded(this: This, req: Request, res: Response, next: NextFunction) {
-      run(req, res, next, (release) => invoke(method, this, req, res, next, release))
-    } as M
-  }
+  return methodDecorator<HandlerMethod<unknown>>('Bulkhead', (method, self) => (req, res, next) => {
+    run(req, res, next, (release) => invoke(method, self, req, res, next, release))
+  })
 }

@@ -1,8 +1,9 @@
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type Store } from '@sluice/http'
+import { forgetWarnings } from '@sluice/http/adapter'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import request from 'supertest'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { rateLimit } from './rate-limit'
 
 const manual = () => {
@@ -13,6 +14,10 @@ const manual = () => {
 const ok = (req: Request, res: Response) => {
   res.json({ remaining: req.rateLimit?.remaining ?? null })
 }
+
+beforeEach(() => {
+  forgetWarnings()
+})
 
 afterEach(() => {
   vi.restoreAllMocks()

@@ -1,9 +1,11 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
+import type { Decision } from '@sluice/http'
 import {
   type RateLimitOptions as HttpRateLimitOptions,
   RateLimitEngine,
+  type RateLimitHandles,
   whenSettled,
+  withRateLimitHandles,
 } from '@sluice/http/adapter'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { answer, expressRequest, expressResponse, fail } from './accessors'
@@ -24,19 +26,16 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response
 }
 
 /** The middleware `rateLimit()` returns: a request handler with a few handles on its state. */
-export interface RateLimitMiddleware extends RequestHandler {
-  /** The policies (for limits that depend on the request: those met so far). */
-  readonly policies: readonly Policy[]
-  /** Where the per-key state lives. */
-  readonly store: Store
-  /** Each policy's state for `key`, taking nothing. */
-  get(key: string): MaybePromise<readonly KeyState[]>
-  /** Forgets a key's state (and any block) under this middleware's policies. */
-  resetKey(key: string): MaybePromise<void>
-}
+export interface RateLimitMiddleware extends RequestHandler, RateLimitHandles {}
 
-/** Builds the engine and the per-request runner behind `rateLimit()` and `@RateLimit()`. */
-export function createRateLimit(options: RateLimitOptions, factory: string) {
+/** Builds the engine and the per-request runner behind `rateLimit()`. */
+function createRateLimit(
+  options: RateLimitOptions,
+  factory: string,
+): {
+  engine: RateLimitEngine<Request, Response>
+  run: (req: Request, res: Response, next: NextFunction, proceed?: () => void) => void
+} {
   const engine = new RateLimitEngine<Request, Response>(
     options,
     expressRequest,
@@ -81,12 +80,5 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   function rateLimit(req: Request, res: Response, next: NextFunction): void {
     run(req, res, next)
   }
-  return Object.assign(rateLimit, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    get: (key: string) => engine.get(key),
-    resetKey: (key: string) => engine.resetKey(key),
-  })
+  return withRateLimitHandles(rateLimit, engine)
 }

@@ -1,9 +1,11 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, Policy, Store } from '@sluice/http'
+import type { Decision } from '@sluice/http'
 import {
   BulkheadEngine,
+  type BulkheadHandles,
   type BulkheadOptions as HttpBulkheadOptions,
   whenSettled,
+  withBulkheadHandles,
 } from '@sluice/http/adapter'
 import type {
   FastifyReply,
@@ -20,14 +22,7 @@ export interface BulkheadOptions extends HttpBulkheadOptions<FastifyRequest, Fas
 }
 
 /** The hook `bulkhead()` returns. */
-export interface BulkheadHook extends onRequestHookHandler {
-  /** The bulkhead's concurrency policy. */
-  readonly policies: readonly Policy[]
-  /** Where slots are counted. */
-  readonly store: Store
-  /** Requests waiting for a slot under `key` (default: the global key). */
-  queued(key?: string): number
-}
+export interface BulkheadHook extends onRequestHookHandler, BulkheadHandles {}
 
 /**
  * Limits how many requests are handled at once (per key; default one bulkhead for all).
@@ -62,11 +57,5 @@ export function bulkhead(options: BulkheadOptions = {}): BulkheadHook {
       (error) => fail(request, reply, done, error),
     )
   }
-  return Object.assign(bulkhead, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    queued: (key?: string) => engine.queued(key),
-  })
+  return withBulkheadHandles(bulkhead, engine)
 }

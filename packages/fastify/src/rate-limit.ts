@@ -1,9 +1,11 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, KeyState, MaybePromise, Policy, RateLimitInfo, Store } from '@sluice/http'
+import type { Decision, RateLimitInfo } from '@sluice/http'
 import {
   type RateLimitOptions as HttpRateLimitOptions,
   RateLimitEngine,
+  type RateLimitHandles,
   whenSettled,
+  withRateLimitHandles,
 } from '@sluice/http/adapter'
 import type {
   FastifyReply,
@@ -36,16 +38,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<FastifyRequest, F
 }
 
 /** The hook `rateLimit()` returns, with a few handles on its state. */
-export interface RateLimitHook extends onRequestHookHandler {
-  /** The policies (for limits that depend on the request: those met so far). */
-  readonly policies: readonly Policy[]
-  /** Where the per-key state lives. */
-  readonly store: Store
-  /** Each policy's state for `key`, taking nothing. */
-  get(key: string): MaybePromise<readonly KeyState[]>
-  /** Forgets a key's state (and any block) under this hook's policies. */
-  resetKey(key: string): MaybePromise<void>
-}
+export interface RateLimitHook extends onRequestHookHandler, RateLimitHandles {}
 
 /**
  * Rate-limits requests per key (default: client address, `request.ip`) with one or
@@ -58,7 +51,7 @@ export interface RateLimitHook extends onRequestHookHandler {
  * import Fastify from 'fastify'
  * import { rateLimit } from '@sluice/fastify'
  *
- * const app = Fastify({ trustProxy: 1 })
+ * const app = Fastify({ trustProxy: '10.0.0.0/8' })
  * app.addHook('onRequest', rateLimit({ limit: 100, window: '1m' }))
  * app.post('/login', { onRequest: rateLimit({ limit: 5, window: '15m' }) }, login)
  * ```
@@ -86,12 +79,5 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitHook {
       (error) => fail(request, reply, done, error),
     )
   }
-  return Object.assign(rateLimit, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    get: (key: string) => engine.get(key),
-    resetKey: (key: string) => engine.resetKey(key),
-  })
+  return withRateLimitHandles(rateLimit, engine)
 }

@@ -1,6 +1,5 @@
 import {
   isPromiseLike,
-  type MaybePromise,
   type Outcome,
   type RequestAccessors,
   type ResponseAccessors,
@@ -120,19 +119,6 @@ export function isGone(c: Context): boolean {
  */
 export function clientGone(): Response {
   return new Response(null, { status: 499 })
-}
-
-/** Waits for the pipeline; a client that left while its request waited gets a 499. */
-export async function settle(
-  c: Context,
-  admitted: MaybePromise<Outcome>,
-): Promise<Outcome | Response> {
-  try {
-    return isPromiseLike(admitted) ? await admitted : admitted
-  } catch (error) {
-    if (isGone(c)) return clientGone()
-    throw error
-  }
 }
 
 /**

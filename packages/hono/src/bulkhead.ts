@@ -1,8 +1,21 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, Policy, Store } from '@sluice/http'
-import { BulkheadEngine, type BulkheadOptions as HttpBulkheadOptions } from '@sluice/http/adapter'
+import type { Decision } from '@sluice/http'
+import {
+  BulkheadEngine,
+  type BulkheadHandles,
+  type BulkheadOptions as HttpBulkheadOptions,
+  outcomeUnlessGone,
+  withBulkheadHandles,
+} from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import { answer, honoRequest, honoResponse, type MiddlewareResult, settle } from './accessors'
+import {
+  answer,
+  clientGone,
+  honoRequest,
+  honoResponse,
+  isGone,
+  type MiddlewareResult,
+} from './accessors'
 import { defaultIpReady, type GetIp } from './client-address'
 import { clientAddress } from './rate-limit'
 import { type ValidateOption, Validations } from './validations'
@@ -26,14 +39,7 @@ export interface BulkheadOptions extends HttpBulkheadOptions<Context, Context> {
 }
 
 /** The middleware `bulkhead()` returns. */
-export type BulkheadMiddleware = MiddlewareHandler & {
-  /** The bulkhead's concurrency policy. */
-  readonly policies: readonly Policy[]
-  /** Where slots are counted. */
-  readonly store: Store
-  /** Requests waiting for a slot under `key` (default: the global key). */
-  queued(key?: string): number
-}
+export type BulkheadMiddleware = MiddlewareHandler & BulkheadHandles
 
 type Bulkheaded = (c: Context, next: Next) => Promise<Response | undefined>
 
@@ -58,8 +64,8 @@ export function createBulkhead(
       const ready = defaultIpReady(c)
       if (ready !== undefined) await ready
     }
-    const outcome = await settle(c, engine.admit(c, c))
-    if (outcome instanceof Response) return outcome
+    const outcome = await outcomeUnlessGone(engine.admit(c, c), () => isGone(c))
+    if (outcome === undefined) return clientGone()
     return answer(c, next, outcome, onLimited, true)
   }
 
@@ -82,11 +88,5 @@ export function createBulkhead(
  */
 export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
   const { engine, middleware } = createBulkhead(options, 'bulkhead')
-  return Object.assign(middleware, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    queued: (key?: string) => engine.queued(key),
-  })
+  return withBulkheadHandles(middleware, engine)
 }

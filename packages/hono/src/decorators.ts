@@ -1,3 +1,4 @@
+import { methodDecorator } from '@sluice/http/adapter'
 import type { Context, Next } from 'hono'
 import type { MiddlewareResult } from './accessors'
 import { type BulkheadOptions, createBulkhead } from './bulkhead'
@@ -50,15 +51,9 @@ function behind<This>(middleware: Middleware, method: HandlerMethod<This>, self:
  */
 export function RateLimit(options: RateLimitOptions = {}) {
   const middleware = rateLimit(options)
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@RateLimit: decorates methods only')
-    return function rateLimited(this: This, c: Context, next: Next) {
-      return behind(middleware, method, this)(c, next)
-    } as M
-  }
+  return methodDecorator<HandlerMethod<unknown>>('RateLimit', (method, self) =>
+    behind(middleware, method, self),
+  )
 }
 
 /**
@@ -79,13 +74,7 @@ export function RateLimit(options: RateLimitOptions = {}) {
  */
 export function Bulkhead(options: BulkheadOptions = {}) {
   const { middleware } = createBulkhead(options, 'Bulkhead')
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@Bulkhead: decorates methods only')
-    return function bulkheaded(this: This, c: Context, next: Next) {
-      return behind(middleware, method, this)(c, next)
-    } as M
-  }
+  return methodDecorator<HandlerMethod<unknown>>('Bulkhead', (method, self) =>
+    behind(middleware, method, self),
+  )
 }

@@ -9,6 +9,8 @@
 export {
   addressKey,
   type BlockOptions,
+  type BulkheadEvent,
+  CHANNELS,
   type Decision,
   FALLBACK_KEY,
   type HeaderMode,
@@ -24,8 +26,10 @@ export {
   type Policy,
   type PolicyOptions,
   type RateAlgorithm,
+  type RateLimitEvent,
   type RateLimitInfo,
   type Store,
+  type StoreEvent,
   type WaitingOptions,
 } from '@sluice/http'
 export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkhead'

@@ -1,8 +1,10 @@
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type Store } from '@sluice/http'
+import { forgetWarnings } from '@sluice/http/adapter'
 import { until } from '@sluice/http/testing'
 import { type Context, Hono } from 'hono'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 import type { RateLimitEnv } from './variables'
 
@@ -15,6 +17,10 @@ const manual = () => {
 const byHeader = (c: Context) => c.req.header('x-client')
 
 const ok = (c: Context) => c.json({ remaining: c.get('rateLimit')?.remaining ?? null })
+
+beforeEach(() => {
+  forgetWarnings()
+})
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -373,6 +379,18 @@ describe('one-time validations (hono)', () => {
     expect(codes()).toEqual([])
     await app.request('/', { headers: { 'x-forwarded-for': '198.51.100.1' } })
     await app.request('/', { headers: { 'x-forwarded-for': '198.51.100.2' } })
+    expect(codes()).toEqual(['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'])
+  })
+
+  it('gives the X-Forwarded-For warning once for a request that meets two middlewares', async () => {
+    const codes = warnings()
+    const app = new Hono().get(
+      '/',
+      rateLimit({ limit: 100, validate: { clientAddress: false } }),
+      bulkhead({ max: 5, validate: { clientAddress: false } }),
+      ok,
+    )
+    await app.request('/', { headers: { 'x-forwarded-for': '198.51.100.1' } })
     expect(codes()).toEqual(['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'])
   })
 

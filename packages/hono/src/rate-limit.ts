@@ -1,11 +1,21 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
+import type { Decision } from '@sluice/http'
 import {
   type RateLimitOptions as HttpRateLimitOptions,
+  outcomeUnlessGone,
   RateLimitEngine,
+  type RateLimitHandles,
+  withRateLimitHandles,
 } from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import { answer, honoRequest, honoResponse, type MiddlewareResult, settle } from './accessors'
+import {
+  answer,
+  clientGone,
+  honoRequest,
+  honoResponse,
+  isGone,
+  type MiddlewareResult,
+} from './accessors'
 import { defaultIp, defaultIpReady, type GetIp } from './client-address'
 import { type ValidateOption, Validations } from './validations'
 import type { RateLimitEnv } from './variables'
@@ -37,16 +47,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 }
 
 /** The middleware `rateLimit()` returns: a Hono middleware with a few handles on its state. */
-export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & {
-  /** The policies (for limits that depend on the request: those met so far). */
-  readonly policies: readonly Policy[]
-  /** Where the per-key state lives. */
-  readonly store: Store
-  /** Each policy's state for `key`, taking nothing. */
-  get(key: string): MaybePromise<readonly KeyState[]>
-  /** Forgets a key's state (and any block) under this middleware's policies. */
-  resetKey(key: string): MaybePromise<void>
-}
+export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & RateLimitHandles
 
 /** Checks `getIp` and returns it, or the default reader that warns when it finds nothing. */
 export function clientAddress(
@@ -99,18 +100,11 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
       const ready = defaultIpReady(c)
       if (ready !== undefined) await ready
     }
-    const outcome = await settle(c, engine.admit(c, c))
-    if (outcome instanceof Response) return outcome
+    const outcome = await outcomeUnlessGone(engine.admit(c, c), () => isGone(c))
+    if (outcome === undefined) return clientGone()
     if (outcome.decision !== undefined) c.set('rateLimit', outcome.decision)
     return answer(c, next, outcome, onLimited, false)
   }
 
-  return Object.assign(rateLimit, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    get: (key: string) => engine.get(key),
-    resetKey: (key: string) => engine.resetKey(key),
-  })
+  return withRateLimitHandles(rateLimit, engine)
 }

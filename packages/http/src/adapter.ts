@@ -27,6 +27,14 @@ export {
   storeChannel,
 } from './events'
 export {
+  type BulkheadHandles,
+  methodDecorator,
+  outcomeUnlessGone,
+  type RateLimitHandles,
+  withBulkheadHandles,
+  withRateLimitHandles,
+} from './handles'
+export {
   createHeaderWriter,
   type HeaderMode,
   type HeaderWriter,
@@ -45,6 +53,13 @@ export {
   PolicySource,
 } from './policy'
 export {
+  type ProxyCheck,
+  ProxyChecks,
+  type ProxyTexts,
+  type ProxyView,
+  WATCHED_REQUESTS,
+} from './proxy-checks'
+export {
   decision,
   type KeyState,
   RATE_LIMIT_HINTS,
@@ -53,4 +68,10 @@ export {
   type WaitingOptions,
 } from './rate-limit-engine'
 export { boundedKey, MAX_KEY_LENGTH } from './request-key'
-export { createdInsideRequest, emitWarning, enabledChecks, type ValidateOption } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  enabledChecks,
+  forgetWarnings,
+  type ValidateOption,
+} from './warnings'

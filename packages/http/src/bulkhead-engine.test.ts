@@ -1,12 +1,19 @@
 import { ManualClock } from '@sluice/core'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
+import type { Outcome } from './engine'
+import { bulkheadChannel } from './events'
+import { isPromiseLike } from './maybe-promise'
 import { memoryStore } from './memory-store'
+import { RateLimitEngine } from './rate-limit-engine'
+import { listen } from './testing'
 
 interface FakeRequest {
+  tenant?: string
   gone?: AbortController
 }
+type FakeResponse = Map<string, string>
 
 const request: RequestAccessors<FakeRequest> = {
   ip: () => '10.0.0.1',
@@ -15,16 +22,16 @@ const request: RequestAccessors<FakeRequest> = {
   route: () => undefined,
   header: () => undefined,
 }
-const response: ResponseAccessors<FakeRequest, unknown> = {
-  getHeader: () => undefined,
-  setHeader: () => {},
+const response: ResponseAccessors<FakeRequest, FakeResponse> = {
+  getHeader: (res, name) => res.get(name),
+  setHeader: (res, name, value) => void res.set(name, value),
   signal: (req) => {
     req.gone ??= new AbortController()
     return req.gone.signal
   },
 }
 
-const setup = (options: BulkheadOptions = {}) => {
+const setup = (options: BulkheadOptions<FakeRequest, FakeResponse> = {}) => {
   const clock = new ManualClock()
   const store = memoryStore({ clock })
   return {
@@ -34,38 +41,132 @@ const setup = (options: BulkheadOptions = {}) => {
   }
 }
 
+type Engine = BulkheadEngine<FakeRequest, FakeResponse>
+
+/** Admits a request that must be answered at once (no queueing, synchronous store). */
+function enter(engine: Engine, req: FakeRequest = {}) {
+  const res: FakeResponse = new Map()
+  const outcome = engine.admit(req, res)
+  if (isPromiseLike(outcome)) throw new Error('expected a synchronous outcome')
+  return { outcome, headers: Object.fromEntries(res) }
+}
+
+const later = (engine: Engine, req: FakeRequest = {}) =>
+  Promise.resolve(engine.admit(req, new Map()))
+
+/** One turn of the event loop: every promise callback queued so far has run. No time passes. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
 describe('BulkheadEngine', () => {
-  it('holds a slot until release, and release counts only once', () => {
+  it('holds a slot until done, and done counts only once', () => {
     const { store, engine } = setup({ max: 2 })
-    const a = engine.enter({}, undefined)
-    const b = engine.enter({}, undefined)
-    expect([a, b]).not.toContainEqual(expect.any(Promise))
+    const a = enter(engine).outcome
+    const b = enter(engine).outcome
+    expect([a.action, a.holds, b.action, b.holds]).toEqual(['pass', true, 'pass', true])
     expect(store.inFlight).toBe(2)
-    const full = engine.enter({}, undefined) as { allowed: boolean; release(): void }
-    expect(full.allowed).toBe(false)
-    full.release()
+    const full = enter(engine).outcome
+    expect(full).toMatchObject({ action: 'refuse', holds: false, status: 503 })
+    full.done(false)
     expect(store.inFlight).toBe(2)
-    ;(a as { release(): void }).release()
-    ;(a as { release(): void }).release()
+    a.done(false)
+    a.done(true)
     expect(store.inFlight).toBe(1)
+    b.done(true)
+    expect(store.inFlight).toBe(0)
+  })
+
+  it("answers with RateLimit headers named '<max>-concurrent' and Retry-After on a refusal", () => {
+    const { engine } = setup({ max: 2 })
+    expect(enter(engine).headers).toEqual({
+      'RateLimit-Policy': '"2-concurrent";q=2;qu="concurrent-requests"',
+      RateLimit: '"2-concurrent";r=1',
+    })
+    enter(engine)
+    const refused = enter(engine)
+    expect(refused.headers).toEqual({
+      'RateLimit-Policy': '"2-concurrent";q=2;qu="concurrent-requests"',
+      RateLimit: '"2-concurrent";r=0',
+      'Retry-After': '1',
+    })
+    expect(refused.outcome.decision).toMatchObject({
+      allowed: false,
+      limit: 2,
+      remaining: 0,
+      policy: '2-concurrent',
+      key: 'global',
+    })
+    expect(refused.outcome.refusal()).toEqual({
+      contentType: 'text/plain; charset=utf-8',
+      body: 'Service Unavailable',
+    })
+  })
+
+  it('takes its name, Retry-After, status and header mode from the options', () => {
+    const { engine } = setup({
+      max: 1,
+      name: 'workers',
+      retryAfter: '5s',
+      statusCode: 429,
+      headers: 'draft-6',
+    })
+    enter(engine)
+    const refused = enter(engine)
+    expect(refused.outcome.status).toBe(429)
+    expect(refused.headers).toEqual({
+      'RateLimit-Policy': '1',
+      'RateLimit-Limit': '1',
+      'RateLimit-Remaining': '0',
+      'Retry-After': '5',
+    })
+    expect(refused.outcome.decision?.policy).toBe('workers')
+  })
+
+  it('problemDetails: RFC 9457 temporary-reduced-capacity, without violated policies', () => {
+    const { engine } = setup({ max: 1, problemDetails: true })
+    enter(engine)
+    const refusal = enter(engine).outcome.refusal() as { contentType: string; body: string }
+    expect(refusal.contentType).toBe('application/problem+json')
+    expect(JSON.parse(refusal.body)).toEqual({
+      type: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+      title: 'Request cannot be satisfied due to temporarily reduced capacity',
+      status: 503,
+      detail: 'Service Unavailable',
+    })
+  })
+
+  it('keeps one bulkhead per key', () => {
+    const { engine } = setup({ max: 1, key: (req) => req.tenant })
+    expect(enter(engine, { tenant: 'a' }).outcome.action).toBe('pass')
+    expect(enter(engine, { tenant: 'b' }).outcome.action).toBe('pass')
+    expect(enter(engine, { tenant: 'a' }).outcome).toMatchObject({
+      action: 'refuse',
+      decision: { key: 'a' },
+    })
   })
 
   it('hands a freed slot to the queue in FIFO order', async () => {
     const { store, engine } = setup({ max: 1, maxQueue: 2 })
-    const holder = engine.enter({}, undefined) as { release(): void }
+    const holder = enter(engine).outcome
     const order: string[] = []
     const entered = (name: string) =>
-      Promise.resolve(engine.enter({}, undefined)).then((decision) => {
+      later(engine).then((outcome) => {
         order.push(name)
-        return decision
+        return outcome
       })
     const second = entered('second')
     const third = entered('third')
     expect(engine.queued()).toBe(2)
-    expect((await engine.enter({}, undefined)).allowed).toBe(false)
-    holder.release()
-    ;(await second).release()
-    expect((await third).allowed).toBe(true)
+    expect((await later(engine)).action).toBe('refuse')
+    holder.done(false)
+    const secondIn = await second
+    expect(secondIn).toMatchObject({ action: 'pass', holds: true })
+    expect(engine.queued()).toBe(1)
+    secondIn.done(false)
+    expect((await third).action).toBe('pass')
     expect(order).toEqual(['second', 'third'])
     expect(store.inFlight).toBe(1)
     expect(engine.queued()).toBe(0)
@@ -73,25 +174,181 @@ describe('BulkheadEngine', () => {
 
   it('gives up after queueTimeout, on its clock', async () => {
     const { clock, engine } = setup({ max: 1, maxQueue: 1, queueTimeout: '2s' })
-    engine.enter({}, undefined)
-    const waiting = Promise.resolve(engine.enter({}, undefined))
+    enter(engine)
+    const waiting = later(engine)
     await clock.advanceAsync(1_999)
     expect(engine.queued()).toBe(1)
     await clock.advanceAsync(1)
-    expect((await waiting).allowed).toBe(false)
+    expect(await waiting).toMatchObject({ action: 'refuse', holds: false })
     expect(engine.queued()).toBe(0)
+    expect(clock.pendingSleeps).toBe(0)
   })
 
   it('drops a queued request whose client leaves, without taking a slot', async () => {
     const { store, engine } = setup({ max: 1, maxQueue: 1 })
-    const holder = engine.enter({}, undefined) as { release(): void }
+    const holder = enter(engine).outcome
     const quitter: FakeRequest = {}
-    const waiting = Promise.resolve(engine.enter(quitter, undefined))
+    const waiting = later(engine, quitter)
     const reason = new Error('gone')
     quitter.gone?.abort(reason)
     await expect(waiting).rejects.toBe(reason)
     expect(engine.queued()).toBe(0)
-    holder.release()
+    holder.done(false)
     expect(store.inFlight).toBe(0)
+  })
+
+  it('hands the slot straight back when the client leaves while the store answers', async () => {
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    const take = store.take.bind(store)
+    let asked = 0
+    let answer: Promise<void> = Promise.resolve()
+    store.take = ((...args: Parameters<typeof take>) => {
+      asked++
+      return answer.then(() => take(...args))
+    }) as unknown as typeof store.take
+    const engine = new BulkheadEngine<FakeRequest, FakeResponse>(
+      { max: 1, maxQueue: 1, store, clock },
+      request,
+      response,
+    )
+    const holder = await later(engine)
+    const quitter: FakeRequest = {}
+    const waiting = later(engine, quitter)
+    await turn()
+    expect(engine.queued()).toBe(1)
+    let open = () => {}
+    answer = new Promise((resolve) => {
+      open = resolve
+    })
+    holder.done(false)
+    // The waiter woke and asked the store; its client leaves before the store answers.
+    await turn()
+    expect(asked).toBe(3)
+    const reason = new Error('gone')
+    quitter.gone?.abort(reason)
+    open()
+    await expect(waiting).rejects.toBe(reason)
+    expect([store.inFlight, engine.queued()]).toEqual([0, 0])
+  })
+
+  it('on a second pass over one request reuses the decision and holds nothing more', async () => {
+    vi.resetModules()
+    const fresh = await import('./bulkhead-engine')
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    const clock = new ManualClock()
+    const store = memoryStore({ clock })
+    const engine = new fresh.BulkheadEngine<FakeRequest, FakeResponse>(
+      { max: 2, store, clock },
+      request,
+      response,
+    )
+    const req: FakeRequest = {}
+    const first = engine.admit(req, new Map()) as Outcome
+    const second = engine.admit(req, new Map()) as Outcome
+    expect(second).toMatchObject({ action: 'pass', holds: false })
+    expect(second.decision).toBe(first.decision)
+    expect(store.inFlight).toBe(1)
+    second.done(false)
+    expect(store.inFlight).toBe(1)
+    first.done(false)
+    expect(store.inFlight).toBe(0)
+    expect(spy.mock.calls.map(([, options]) => (options as { code?: string }).code)).toEqual([
+      'ERR_SLUICE_DOUBLE_COUNT',
+    ])
+  })
+})
+
+describe('BulkheadEngine events', () => {
+  it('publishes nothing while nobody listens', () => {
+    expect(bulkheadChannel.hasSubscribers).toBe(false)
+    const publish = vi.spyOn(bulkheadChannel, 'publish')
+    const { engine } = setup({ max: 1 })
+    enter(engine).outcome.done(false)
+    enter(engine)
+    enter(engine)
+    expect(publish).not.toHaveBeenCalled()
+  })
+
+  it('publishes on sluice:bulkhead in order, counts as after each event', async () => {
+    const seen = listen<Record<string, unknown>>('sluice:bulkhead')
+    try {
+      const { clock, engine } = setup({ max: 1, maxQueue: 1, queueTimeout: '1s', name: 'pool' })
+      const a = enter(engine).outcome
+      const b = later(engine)
+      expect((await later(engine)).action).toBe('refuse')
+      clock.advance(250)
+      a.done(false)
+      const bIn = await b
+      const c = later(engine)
+      await clock.advanceAsync(1_000)
+      await c
+      clock.advance(500)
+      bIn.done(false)
+      const event = (name: string, inFlight: number, queued: number, extra = {}) => ({
+        key: 'global',
+        policy: 'pool',
+        event: name,
+        inFlight,
+        queued,
+        ...extra,
+      })
+      expect(seen.events).toEqual([
+        event('enter', 1, 0),
+        event('queue', 1, 1),
+        event('reject', 1, 1),
+        event('release', 0, 1, { heldMs: 250 }),
+        event('enter', 1, 0, { waitedMs: 250 }),
+        event('queue', 1, 1),
+        event('timeout', 1, 0, { waitedMs: 1_000 }),
+        event('reject', 1, 0),
+        event('release', 0, 0, { heldMs: 1_500 }),
+      ])
+    } finally {
+      seen.stop()
+    }
+  })
+})
+
+describe('BulkheadEngine construction', () => {
+  it.each<[Record<string, unknown>, Error]>([
+    [
+      { limit: 5 },
+      new TypeError(
+        'bulkhead: unknown option "limit" (use "max": a bulkhead counts requests in flight, not per window)',
+      ),
+    ],
+    [{ timeout: '1s' }, new TypeError('bulkhead: unknown option "timeout" (use "queueTimeout")')],
+    [{ max: 0 }, new RangeError('bulkhead: "max" must be a positive integer, got 0')],
+    [
+      { maxQueue: -1 },
+      new RangeError('bulkhead: "maxQueue" must be a non-negative integer, got -1'),
+    ],
+    [
+      { retryAfter: 0 },
+      new RangeError('bulkhead: "retryAfter" must be a positive duration, got 0'),
+    ],
+    [{ name: '' }, new TypeError('bulkhead: "name" must be a non-empty string, got ""')],
+  ])('refuses %j, naming the option', (options, error) => {
+    let thrown: unknown
+    try {
+      new BulkheadEngine(options as never, request, response)
+    } catch (e) {
+      thrown = e
+    }
+    expect(thrown).toBeInstanceOf(error.constructor)
+    expect(thrown).toEqual(error)
+  })
+
+  it('refuses a name a rate limit already uses on the same store', () => {
+    const store = memoryStore()
+    new RateLimitEngine({ name: 'api', limit: 10, store }, request, response)
+    expect(() => new BulkheadEngine({ name: 'api', max: 10, store }, request, response)).toThrow(
+      new TypeError(
+        'bulkhead: policy "api" (concurrency 10) shares its name with policy "api" (sliding-window 10 per 1m) of an earlier rateLimit on the same store; give one of them another name',
+      ),
+    )
+    expect(() => new BulkheadEngine({ max: 10, store }, request, response)).not.toThrow()
+    expect(() => new BulkheadEngine({ max: 10, store }, request, response)).not.toThrow()
   })
 })

@@ -258,8 +258,10 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       }
     } finally {
       if (joined) {
+        // Still queued, so the client left (or the store failed) while it waited.
         this.#queued--
         this.queue.leave(me)
+        this.#publish(key, 'cancel', { waitedMs: this.clock.now() - since })
       }
     }
   }

@@ -13,6 +13,10 @@ import type { PolicyResult } from './store'
  * ```
  */
 export interface RateLimitInfo {
+  /** Whether the limits admit the request (in dry run: whether they would have). */
+  readonly allowed: boolean
+  /** False only in dry run: a refusal is reported but the request goes on. */
+  readonly enforced: boolean
   /** Quota per window of the policy shown. */
   readonly limit: number
   /** Permits left after this request (never negative). */
@@ -40,10 +44,6 @@ export interface RateLimitInfo {
  * ```
  */
 export interface Decision extends RateLimitInfo {
-  /** Whether the limits admit the request (in dry run: whether they would have). */
-  readonly allowed: boolean
-  /** False only in dry run: a refusal is reported but the request goes on. */
-  readonly enforced: boolean
   /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
   readonly retryAfterMs: number
   /** Permits this request took (or asked for). */

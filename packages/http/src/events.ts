@@ -44,12 +44,20 @@ export interface BulkheadEvent {
   readonly key: string
   /** The bulkhead's policy name. */
   readonly policy: string
-  readonly event: 'enter' | 'reject' | 'queue' | 'timeout' | 'release'
-  /** Slots held under this key after the event (this process's view). */
+  /**
+   * `enter` (a slot taken), `reject` (refused), `queue` (waiting for a slot), `timeout` (its
+   * `queueTimeout` passed; a `reject` follows), `cancel` (it left the queue because its client
+   * went away, or the store failed), `release` (the slot given back).
+   */
+  readonly event: 'enter' | 'reject' | 'queue' | 'timeout' | 'cancel' | 'release'
+  /** Slots this middleware holds in this process after the event, over all its keys. */
   readonly inFlight: number
-  /** Requests waiting under this key after the event. */
+  /** Requests waiting in this middleware after the event, over all its keys. */
   readonly queued: number
-  /** How long the request waited in the queue: on `timeout`, and on an `enter` after queueing. */
+  /**
+   * How long the request waited in the queue: on `timeout`, on `cancel`, and on an `enter`
+   * after queueing.
+   */
   readonly waitedMs?: number
   /** How long the slot was held: on `release`. */
   readonly heldMs?: number

@@ -1,7 +1,7 @@
+import { readFunction, readInteger, readOptions, typeError } from '@sluice/core/validation'
 import ipaddr from 'ipaddr.js'
 import type { RequestAccessors } from './accessors'
 import { isPromiseLike } from './maybe-promise'
-import { describe, rangeError, typeError } from './validate'
 
 /**
  * Finds the budget a request is counted against. Receives the framework's request and
@@ -188,19 +188,12 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
  * ```
  */
 export function ip<Req = unknown>(options: IpKeyOptions<Req> = {}): KeyExtractor<Req> {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`keys.ip: options must be an object, got ${describe(options)}`)
-  }
-  const { ipv6Subnet = 56, getIp } = options
-  if (typeof ipv6Subnet !== 'number') {
-    throw typeError('keys.ip', 'ipv6Subnet', 'must be an integer from 1 to 128', ipv6Subnet)
-  }
-  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
-    throw rangeError('keys.ip', 'ipv6Subnet', 'must be an integer from 1 to 128', ipv6Subnet)
-  }
-  if (getIp !== undefined && typeof getIp !== 'function') {
-    throw typeError('keys.ip', 'getIp', 'must be a function', getIp)
-  }
+  readOptions('keys.ip', options, ['ipv6Subnet', 'getIp'], { ipv6SubnetMask: 'use "ipv6Subnet"' })
+  const ipv6Subnet =
+    options.ipv6Subnet === undefined
+      ? 56
+      : readInteger('keys.ip', 'ipv6Subnet', options.ipv6Subnet, 1, 'an integer from 1 to 128', 128)
+  const getIp = readFunction('keys.ip', 'getIp', options.getIp)
   if (getIp !== undefined) {
     return function ipKey(req) {
       return addressKey(getIp(req), ipv6Subnet)

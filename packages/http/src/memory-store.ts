@@ -1,5 +1,5 @@
 import type { Clock, NormalizedRateSpec } from '@sluice/core'
-import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/keyed'
+import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/internal'
 import { describe, readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { KeyIndex } from './key-index'
 import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
@@ -304,6 +304,9 @@ function rateResult(
   blockedMs: number,
 ): PolicyResult {
   if (blockedMs > 0) {
+    // A blocked key is shown 0 remaining, so its next quota is the first permit it may
+    // take once the block is over, whatever its budget has refilled to meanwhile
+    // (the caller has put the wait for one permit in `quota.resetMs`).
     return {
       policy,
       allowed: admits,
@@ -424,6 +427,7 @@ class InMemoryStore implements MemoryStore {
     } else {
       kernel.quota(row, cost, false, now, quota)
     }
+    if (blocked > 0) quota.resetMs = kernel.wait(row, 1, now)
     if (!allowed && row !== -1) table.dropIfFresh(row, now)
     return { allowed, results: [rateResult(policy, quota, allowed, allowed, blocked)] }
   }
@@ -521,6 +525,7 @@ class InMemoryStore implements MemoryStore {
         return slotsResult(policy, table.max, slots[i]!.held, admits[i]!, leases[i])
       }
       table.kernel.quota(rows[i]!, cost, allowed, now, quota)
+      if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, 1, now)
       return rateResult(policy, quota, admits[i]!, allowed, blocked[i]!)
     })
     for (let i = 0; i < n; i++) {
@@ -569,6 +574,7 @@ class InMemoryStore implements MemoryStore {
       const blocked = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
       const allowed = blocked === 0 && table.kernel.available(row, now) >= 1
       table.kernel.quota(row, 1, allowed, now, quota)
+      if (blocked > 0) quota.resetMs = table.kernel.wait(row, 1, now)
       return rateResult(policy, quota, allowed, false, blocked)
     })
   }

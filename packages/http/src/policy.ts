@@ -1,10 +1,5 @@
-import {
-  algorithmDefinition,
-  type Duration,
-  type NormalizedSpec,
-  normalizeSpec,
-  RATE_ALGORITHMS,
-} from '@sluice/core'
+import { type Duration, type NormalizedSpec, normalizeSpec, RATE_ALGORITHMS } from '@sluice/core'
+import { algorithmDefinition } from '@sluice/core/internal'
 import {
   MAX_NAME_LENGTH,
   rangeError,
@@ -271,8 +266,9 @@ export function compilePolicy(options: PolicyOptions, factory: string, prefix = 
       ...(definition.options.includes('slots') && { slots: options.slots }),
       ...(definition.options.includes('warmUp') && { warmUp: options.warmUp }),
       algorithm,
-      limit: options.limit ?? DEFAULT_LIMIT,
-      window: options.window ?? DEFAULT_WINDOW,
+      // Only `undefined` means "the default": a null limit is a mistake, not 100.
+      limit: options.limit === undefined ? DEFAULT_LIMIT : options.limit,
+      window: options.window === undefined ? DEFAULT_WINDOW : options.window,
     } as never,
     factory,
     prefix,

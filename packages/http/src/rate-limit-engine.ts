@@ -433,7 +433,9 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   /** After the response: gives the permits back when `refundWhen` says so. */
   settle(req: Req, res: Res, decided: Decision, gone: boolean): void {
     const refundWhen = this.refundWhen
-    if (refundWhen === undefined || gone || !decided.allowed || !decided.enforced) return
+    // Dry run refunds too: its store took the permits, and its decisions must report what
+    // enforcement would decide, which counts only what refundWhen keeps.
+    if (refundWhen === undefined || gone || !decided.allowed) return
     const refund = () => {
       const receipts = decided.results.map((r) => r.receipt)
       return this.store.refund(
@@ -500,7 +502,7 @@ class RateLimitOutcome<Req, Res> implements Outcome {
   ) {
     this.action = decision.allowed || !decision.enforced ? 'pass' : 'refuse'
     this.status = engine.statusCode
-    this.holds = counted && engine.refundWhen !== undefined && decision.allowed && decision.enforced
+    this.holds = counted && engine.refundWhen !== undefined && decision.allowed
   }
 
   refusal(): MaybePromise<Refusal> {

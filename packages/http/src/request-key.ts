@@ -57,12 +57,14 @@ export class KeyNormalizer {
 
   normalize(raw: unknown): string {
     if (raw === undefined || raw === '') {
-      if (!this.#fallbackWarned) {
+      // A missing address under the built-in keys.ip() is the adapter's to report: it
+      // knows why (no socket, no getIp on this runtime).
+      if (this.#custom && !this.#fallbackWarned) {
         this.#fallbackWarned = true
         emitWarning(
           this.#factory,
           'ERR_SLUICE_FALLBACK_KEY',
-          `a request had no key, so it was counted under the shared key "${FALLBACK_KEY}" with every other such request: one client can use up their common budget. ${this.#custom ? 'Return a key for every request (for example keys.first(yourKey, keys.ip()))' : 'The client address was missing: pass getIp, or check the proxy setup'}.`,
+          `a request had no key, so it was counted under the shared key "${FALLBACK_KEY}" with every other such request: one client can use up their common budget. Return a key for every request (for example keys.first(yourKey, keys.ip())).`,
         )
       }
       return FALLBACK_KEY

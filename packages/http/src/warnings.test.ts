@@ -1,5 +1,12 @@
+import { createServer, get } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { emitWarning, enabledChecks } from './warnings'
+import { createdInsideRequest, emitWarning, enabledChecks } from './warnings'
+
+const atModuleLevel = createdInsideRequest()
+
+const help = (code: string) =>
+  `(see https://github.com/sluice-js/sluice/blob/main/docs/warnings/${code}.md)`
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -45,11 +52,14 @@ describe('enabledChecks', () => {
 })
 
 describe('emitWarning', () => {
-  it('goes through process.emitWarning with type SluiceWarning and the code', () => {
+  it('goes through process.emitWarning with type SluiceWarning, the code and its help page', () => {
     const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
     emitWarning('rateLimit', 'ERR_SLUICE_TEST', 'something looks off')
     expect(spy.mock.calls).toEqual([
-      ['rateLimit: something looks off', { type: 'SluiceWarning', code: 'ERR_SLUICE_TEST' }],
+      [
+        `rateLimit: something looks off ${help('ERR_SLUICE_TEST')}`,
+        { type: 'SluiceWarning', code: 'ERR_SLUICE_TEST' },
+      ],
     ])
   })
 
@@ -59,7 +69,56 @@ describe('emitWarning', () => {
     emitWarning('bulkhead', 'ERR_SLUICE_TEST', 'no process here')
     vi.unstubAllGlobals()
     expect(warn.mock.calls).toEqual([
-      ['SluiceWarning [ERR_SLUICE_TEST]: bulkhead: no process here'],
+      [`SluiceWarning [ERR_SLUICE_TEST]: bulkhead: no process here ${help('ERR_SLUICE_TEST')}`],
     ])
+  })
+
+  it('gives each code and message once per process, whichever middleware meets it', () => {
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    emitWarning('rateLimit', 'ERR_SLUICE_DEDUPE', 'first message')
+    emitWarning('rateLimit', 'ERR_SLUICE_DEDUPE', 'first message')
+    emitWarning('bulkhead', 'ERR_SLUICE_DEDUPE', 'first message')
+    emitWarning('rateLimit', 'ERR_SLUICE_DEDUPE', 'second message')
+    emitWarning('rateLimit', 'ERR_SLUICE_DEDUPE_TOO', 'first message')
+    emitWarning('bulkhead', 'ERR_SLUICE_DEDUPE', 'second message')
+    expect(spy.mock.calls.map(([text]) => text)).toEqual([
+      `rateLimit: first message ${help('ERR_SLUICE_DEDUPE')}`,
+      `rateLimit: second message ${help('ERR_SLUICE_DEDUPE')}`,
+      `rateLimit: first message ${help('ERR_SLUICE_DEDUPE_TOO')}`,
+    ])
+  })
+})
+
+describe('createdInsideRequest', () => {
+  it('is false at module level and in a test', () => {
+    expect(atModuleLevel).toBe(false)
+    expect(createdInsideRequest()).toBe(false)
+  })
+
+  it('is true inside a real node:http request handler', async () => {
+    const seen: boolean[] = []
+    const server = createServer((_req, res) => {
+      seen.push(createdInsideRequest())
+      res.end()
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      await new Promise<void>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+          res.resume()
+          res.on('end', resolve)
+        }).on('error', reject)
+      })
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+    expect(seen).toEqual([true])
+  })
+
+  it('leaves Error.stackTraceLimit as it was', () => {
+    const limit = Error.stackTraceLimit
+    createdInsideRequest()
+    expect(Error.stackTraceLimit).toBe(limit)
   })
 })

@@ -91,6 +91,19 @@ export function emitWarning(factory: string, code: string, message: string): voi
 }
 
 /**
+ * Forgets which warnings were given, so a test can expect one again. Not for production
+ * code: there each warning is meant to be given once per process.
+ *
+ * @example
+ * ```ts
+ * beforeEach(() => forgetWarnings())
+ * ```
+ */
+export function forgetWarnings(): void {
+  given.clear()
+}
+
+/**
  * True when the calling code runs inside the synchronous handling of an HTTP request
  * (Node's HTTP parser is on the stack): a limiter created there is a new limiter, with a
  * new budget, for every request, so it limits nothing. Checked once, at construction.

@@ -1,6 +1,5 @@
 import {
   isPromiseLike,
-  type MaybePromise,
   type Outcome,
   type RequestAccessors,
   type ResponseAccessors,
@@ -89,19 +88,6 @@ export async function answer<D>(
     await next()
   } catch (error) {
     outcome.done(false)
-    throw error
-  }
-}
-
-/** Waits for the pipeline; a client that left while its request waited gets no answer. */
-export async function settle(
-  ctx: Context,
-  admitted: MaybePromise<Outcome>,
-): Promise<Outcome | undefined> {
-  try {
-    return isPromiseLike(admitted) ? await admitted : admitted
-  } catch (error) {
-    if (isGone(ctx)) return undefined
     throw error
   }
 }

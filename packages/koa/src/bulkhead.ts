@@ -1,8 +1,14 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, Policy, Store } from '@sluice/http'
-import { BulkheadEngine, type BulkheadOptions as HttpBulkheadOptions } from '@sluice/http/adapter'
+import type { Decision } from '@sluice/http'
+import {
+  BulkheadEngine,
+  type BulkheadHandles,
+  type BulkheadOptions as HttpBulkheadOptions,
+  outcomeUnlessGone,
+  withBulkheadHandles,
+} from '@sluice/http/adapter'
 import type { Context, Middleware, Next } from 'koa'
-import { answer, koaRequest, koaResponse, settle } from './accessors'
+import { answer, isGone, koaRequest, koaResponse } from './accessors'
 
 /**
  * Options of {@link bulkhead}: the options every sluice adapter shares, with Koa's `ctx`
@@ -14,14 +20,7 @@ export interface BulkheadOptions extends HttpBulkheadOptions<Context, Context> {
 }
 
 /** The middleware `bulkhead()` returns. */
-export interface BulkheadMiddleware extends Middleware {
-  /** The bulkhead's concurrency policy. */
-  readonly policies: readonly Policy[]
-  /** Where slots are counted. */
-  readonly store: Store
-  /** Requests waiting for a slot under `key` (default: the global key). */
-  queued(key?: string): number
-}
+export interface BulkheadMiddleware extends Middleware, BulkheadHandles {}
 
 /** Builds the engine and the middleware behind `bulkhead()` and `@Bulkhead()`. */
 export function createBulkhead(
@@ -36,7 +35,7 @@ export function createBulkhead(
   ])
   const onLimited = readFunction(factory, 'onLimited', options.onLimited)
   async function bulkhead(ctx: Context, next: Next): Promise<void> {
-    const outcome = await settle(ctx, engine.admit(ctx, ctx))
+    const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
     if (outcome === undefined) return
     return answer(ctx, next, outcome, onLimited)
   }
@@ -62,11 +61,5 @@ export function createBulkhead(
  */
 export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
   const { engine, middleware } = createBulkhead(options, 'bulkhead')
-  return Object.assign(middleware, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    queued: (key?: string) => engine.queued(key),
-  })
+  return withBulkheadHandles(middleware, engine)
 }

@@ -1,4 +1,5 @@
-import type { Context, Next, ParameterizedContext } from 'koa'
+import { methodDecorator } from '@sluice/http/adapter'
+import type { Next, ParameterizedContext } from 'koa'
 import { type BulkheadOptions, createBulkhead } from './bulkhead'
 import { type RateLimitOptions, rateLimit } from './rate-limit'
 
@@ -33,15 +34,10 @@ export type HandlerMethod<This> = (
  */
 export function RateLimit(options: RateLimitOptions = {}) {
   const middleware = rateLimit(options)
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@RateLimit: decorates methods only')
-    return function rateLimited(this: This, ctx: Context, next: Next) {
-      return middleware(ctx, async () => method.call(this, ctx, next))
-    } as M
-  }
+  return methodDecorator<HandlerMethod<unknown>>(
+    'RateLimit',
+    (method, self) => (ctx, next) => middleware(ctx, async () => method.call(self, ctx, next)),
+  )
 }
 
 /**
@@ -62,13 +58,8 @@ export function RateLimit(options: RateLimitOptions = {}) {
  */
 export function Bulkhead(options: BulkheadOptions = {}) {
   const { middleware } = createBulkhead(options, 'Bulkhead')
-  return function decorate<This, M extends HandlerMethod<This>>(
-    method: M,
-    context: ClassMethodDecoratorContext<This, M>,
-  ): M {
-    if (context.kind !== 'method') throw new TypeError('@Bulkhead: decorates methods only')
-    return function bulkheaded(this: This, ctx: Context, next: Next) {
-      return middleware(ctx, async () => method.call(this, ctx, next))
-    } as M
-  }
+  return methodDecorator<HandlerMethod<unknown>>(
+    'Bulkhead',
+    (method, self) => (ctx, next) => middleware(ctx, async () => method.call(self, ctx, next)),
+  )
 }

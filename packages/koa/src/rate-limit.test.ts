@@ -1,9 +1,10 @@
 import Router from '@koa/router'
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type RateLimitInfo, type Store } from '@sluice/http'
+import { forgetWarnings } from '@sluice/http/adapter'
 import Koa, { type Context } from 'koa'
 import request from 'supertest'
-import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { rateLimit } from './rate-limit'
 
 const manual = () => {
@@ -22,6 +23,10 @@ const quietApp = (errors: string[] = []) => {
   app.on('error', (error: Error) => errors.push(error.message))
   return app
 }
+
+beforeEach(() => {
+  forgetWarnings()
+})
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -270,7 +275,9 @@ describe('rateLimit (koa)', () => {
       new TypeError('rateLimit: "validate" must be a boolean or an object, got "yes"'),
     )
     expect(() => rateLimit({ validate: { proxy: false } as never })).toThrow(
-      new TypeError('rateLimit: unknown check "validate.proxy" (known: xForwardedFor, trustProxy)'),
+      new TypeError(
+        'rateLimit: unknown check "validate.proxy" (known: xForwardedFor, trustProxy, proxyHeader)',
+      ),
     )
   })
 })

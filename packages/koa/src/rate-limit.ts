@@ -1,11 +1,14 @@
 import { readFunction } from '@sluice/core/validation'
-import type { Decision, KeyState, MaybePromise, Policy, Store } from '@sluice/http'
+import type { Decision } from '@sluice/http'
 import {
   type RateLimitOptions as HttpRateLimitOptions,
+  outcomeUnlessGone,
   RateLimitEngine,
+  type RateLimitHandles,
+  withRateLimitHandles,
 } from '@sluice/http/adapter'
 import type { Context, Middleware, Next } from 'koa'
-import { answer, koaRequest, koaResponse, settle } from './accessors'
+import { answer, isGone, koaRequest, koaResponse } from './accessors'
 import type { RateLimitState } from './state'
 import { type ValidateOption, Validations } from './validations'
 
@@ -26,16 +29,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 }
 
 /** The middleware `rateLimit()` returns: a Koa middleware with a few handles on its state. */
-export interface RateLimitMiddleware extends Middleware<RateLimitState> {
-  /** The policies (for limits that depend on the request: those met so far). */
-  readonly policies: readonly Policy[]
-  /** Where the per-key state lives. */
-  readonly store: Store
-  /** Each policy's state for `key`, taking nothing. */
-  get(key: string): MaybePromise<readonly KeyState[]>
-  /** Forgets a key's state (and any block) under this middleware's policies. */
-  resetKey(key: string): MaybePromise<void>
-}
+export interface RateLimitMiddleware extends Middleware<RateLimitState>, RateLimitHandles {}
 
 /**
  * Rate-limits requests per key (default: client address, `ctx.ip`) with one or several
@@ -69,18 +63,11 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
 
   async function rateLimit(ctx: Context, next: Next): Promise<void> {
     validations.check(ctx)
-    const outcome = await settle(ctx, engine.admit(ctx, ctx))
+    const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
     if (outcome === undefined) return
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision
     return answer(ctx, next, outcome, onLimited)
   }
 
-  return Object.assign(rateLimit, {
-    get policies() {
-      return engine.policies
-    },
-    store: engine.store,
-    get: (key: string) => engine.get(key),
-    resetKey: (key: string) => engine.resetKey(key),
-  })
+  return withRateLimitHandles(rateLimit, engine)
 }

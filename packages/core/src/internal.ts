@@ -1,0 +1,13 @@
+/**
+ * For sluice's own packages (the HTTP layer and the stores): the algorithm registry,
+ * compact limiters, whose whole state is one number a store can keep per key, and keyed
+ * kernels, which keep every time-based limiter's per-key state in rows of typed arrays.
+ * No compatibility promise between minor versions; applications use `@sluice/core`.
+ *
+ * @module
+ */
+export type { AlgorithmDefinition } from './algorithm'
+export { algorithmDefinition } from './algorithms'
+export { isCompact } from './compact'
+export { type KeyedLimiter, keyedLimiter, type Quota } from './keyed'
+export type { CompactRateLimiter } from './types'

@@ -1,0 +1,119 @@
+import type { BulkheadEngine } from './bulkhead-engine'
+import type { Outcome } from './engine'
+import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import type { KeyState, RateLimitEngine } from './rate-limit-engine'
+import type { Policy, Store } from './store'
+
+/** What every adapter's `rateLimit()` middleware carries besides being a middleware. */
+export interface RateLimitHandles {
+  /** The policies (for limits that depend on the request: those met so far). */
+  readonly policies: readonly Policy[]
+  /** Where the per-key state lives. */
+  readonly store: Store
+  /** Each policy's state for `key`, taking nothing. */
+  get(key: string): MaybePromise<readonly KeyState[]>
+  /** Forgets a key's state (and any block) under this middleware's policies. */
+  resetKey(key: string): MaybePromise<void>
+}
+
+/** What every adapter's `bulkhead()` middleware carries besides being a middleware. */
+export interface BulkheadHandles {
+  /** The bulkhead's concurrency policy (an adaptive one's at its current limit). */
+  readonly policies: readonly Policy[]
+  /** Where slots are counted. */
+  readonly store: Store
+  /** Requests waiting for a slot under `key` (default: the global key). */
+  queued(key?: string): number
+}
+
+/**
+ * Gives an adapter's middleware its handles on the engine's state, so every adapter's
+ * `rateLimit()` answers `policies`, `store`, `get` and `resetKey` alike.
+ *
+ * @example
+ * ```ts
+ * return withRateLimitHandles(function rateLimit(req, res, next) { ... }, engine)
+ * ```
+ */
+export function withRateLimitHandles<F extends Function, Req, Res>(
+  middleware: F,
+  engine: RateLimitEngine<Req, Res>,
+): F & RateLimitHandles {
+  return Object.defineProperties(middleware, {
+    policies: { get: () => engine.policies, enumerable: true },
+    store: { value: engine.store, enumerable: true },
+    get: { value: (key: string) => engine.get(key), enumerable: true },
+    resetKey: { value: (key: string) => engine.resetKey(key), enumerable: true },
+  }) as F & RateLimitHandles
+}
+
+/**
+ * Gives an adapter's bulkhead middleware its handles: `policies`, `store`, `queued`.
+ *
+ * @example
+ * ```ts
+ * return withBulkheadHandles(function bulkhead(req, res, next) { ... }, engine)
+ * ```
+ */
+export function withBulkheadHandles<F extends Function, Req, Res>(
+  middleware: F,
+  engine: BulkheadEngine<Req, Res>,
+): F & BulkheadHandles {
+  return Object.defineProperties(middleware, {
+    policies: { get: () => engine.policies, enumerable: true },
+    store: { value: engine.store, enumerable: true },
+    queued: { value: (key?: string) => engine.queued(key), enumerable: true },
+  }) as F & BulkheadHandles
+}
+
+/**
+ * Waits for the pipeline's outcome; when it failed because the client left while its
+ * request waited, answers `undefined` (nobody is there to answer) instead of throwing.
+ *
+ * @example
+ * ```ts
+ * const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
+ * if (outcome === undefined) return
+ * ```
+ */
+export async function outcomeUnlessGone(
+  admitted: MaybePromise<Outcome>,
+  gone: () => boolean,
+): Promise<Outcome | undefined> {
+  try {
+    return isPromiseLike(admitted) ? await admitted : admitted
+  } catch (error) {
+    if (gone()) return undefined
+    throw error
+  }
+}
+
+/**
+ * A TC39 method decorator built from a wrapper: `wrap(method, self)` returns what runs in
+ * the method's place for one call. Refuses anything but a method, naming the decorator.
+ * Each adapter's `@RateLimit()` and `@Bulkhead()` are this around its middleware.
+ *
+ * @example
+ * ```ts
+ * const RateLimit = (options) => {
+ *   const middleware = rateLimit(options)
+ *   return methodDecorator('RateLimit', (method, self) => (ctx, next) =>
+ *     middleware(ctx, () => method.call(self, ctx, next)))
+ * }
+ * ```
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any parameters, as ClassMethodDecoratorContext requires.
+export function methodDecorator<H extends (...args: any[]) => unknown>(
+  name: string,
+  wrap: (method: H, self: unknown) => H,
+) {
+  return function decorate<This, M extends H>(
+    method: M,
+    context: ClassMethodDecoratorContext<This, M>,
+  ): M {
+    if (context.kind !== 'method') throw new TypeError(`@${name}: decorates methods only`)
+    return function decorated(this: This, ...args: unknown[]) {
+      return (wrap(method, this) as (...all: unknown[]) => unknown)(...args)
+    } as unknown as M
+  }
+}
