@@ -31,6 +31,14 @@ export interface RequestAccessors<Req> {
   route(req: Req): string | undefined
   /** A request header by lower-case name; several values joined with `", "`. */
   header(req: Req, name: string): string | undefined
+  /**
+   * Optional: an object that lives as long as the request, where the pipeline marks what
+   * it decided (a symbol-keyed property per middleware). Default: the request itself.
+   * Give another when adding a property to the request is slow: Express swaps each
+   * request's prototype, after which V8 builds a new hidden class for every property
+   * added to it (about a microsecond); its adapter gives `res.locals`.
+   */
+  slot?(req: Req): object
 }
 
 /**

@@ -195,7 +195,8 @@ export abstract class Engine<Req, Res> {
    * pass reuses the first decision instead of counting the request again.
    */
   protected decidedBefore(req: Req): Decision | undefined {
-    const earlier = (req as Record<symbol, Decision | undefined>)[this.mark]
+    const slot = (this.request.slot?.(req) ?? req) as Record<symbol, Decision | undefined>
+    const earlier = slot[this.mark]
     if (earlier !== undefined && !this.#doubleCountWarned) {
       this.#doubleCountWarned = true
       emitWarning(
@@ -208,7 +209,8 @@ export abstract class Engine<Req, Res> {
   }
 
   protected remember(req: Req, decision: Decision): void {
-    ;(req as Record<symbol, Decision>)[this.mark] = decision
+    const slot = (this.request.slot?.(req) ?? req) as Record<symbol, Decision>
+    slot[this.mark] = decision
   }
 
   /** Writes `Retry-After` for a refusal: whole seconds, rounded up (RFC 9110 §10.2.3). */

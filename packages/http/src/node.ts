@@ -22,27 +22,31 @@ export interface ResponseWatcher {
   done(gone: boolean): void
 }
 
-const LISTENERS = Symbol('sluice.responseListeners')
 const PENDING = Symbol('sluice.pendingResponses')
 
-type WatchedResponse = ServerResponse & { [LISTENERS]?: ResponseWatcher[] }
-type WatchedSocket = Socket & { [PENDING]?: Set<WatchedResponse> }
+/**
+ * Per socket, the responses being watched and who watches each. Kept on the socket (one
+ * property per connection) rather than on each response: Express swaps every response's
+ * prototype, after which adding a property to it costs V8 a new hidden class (about a
+ * microsecond).
+ */
+type WatchedSocket = Socket & { [PENDING]?: Map<ServerResponse, ResponseWatcher[]> }
 
-function fire(res: WatchedResponse, gone: boolean): void {
-  const listeners = res[LISTENERS]
-  if (listeners === undefined || listeners.length === 0) return
-  res[LISTENERS] = []
-  const socket = res.req?.socket as WatchedSocket | undefined
-  socket?.[PENDING]?.delete(res)
-  for (const watcher of listeners) watcher.done(gone)
+function fire(res: ServerResponse, gone: boolean): void {
+  const socket = res.req?.socket as WatchedSocket | null | undefined
+  const pending = socket?.[PENDING]
+  const watchers = pending?.get(res)
+  if (watchers === undefined) return
+  pending!.delete(res)
+  for (const watcher of watchers) watcher.done(gone)
 }
 
 // Shared listeners (called with `this` = the emitter): no closure per request.
-function onFinish(this: WatchedResponse): void {
+function onFinish(this: ServerResponse): void {
   fire(this, false)
 }
 
-function onClose(this: WatchedResponse): void {
+function onClose(this: ServerResponse): void {
   fire(this, !this.writableFinished)
 }
 
@@ -50,7 +54,10 @@ function onSocketClose(this: WatchedSocket): void {
   const pending = this[PENDING]
   if (pending === undefined) return
   delete this[PENDING]
-  for (const res of pending) fire(res, !res.writableFinished)
+  for (const [res, watchers] of pending) {
+    const gone = !res.writableFinished
+    for (const watcher of watchers) watcher.done(gone)
+  }
 }
 
 /**
@@ -80,22 +87,20 @@ export function whenResponseOver(
     watcher.done(true)
     return
   }
-  const watched = res as WatchedResponse
-  let listeners = watched[LISTENERS]
-  if (listeners === undefined) {
-    listeners = []
-    watched[LISTENERS] = listeners
-    res.on('finish', onFinish)
-    res.on('close', onClose)
-  }
-  listeners.push(watcher)
   let pending = socket[PENDING]
   if (pending === undefined) {
-    pending = new Set()
+    pending = new Map()
     socket[PENDING] = pending
     socket.once('close', onSocketClose)
   }
-  pending.add(watched)
+  const watchers = pending.get(res)
+  if (watchers !== undefined) {
+    watchers.push(watcher)
+    return
+  }
+  pending.set(res, [watcher])
+  res.on('finish', onFinish)
+  res.on('close', onClose)
 }
 
 /**
