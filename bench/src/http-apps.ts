@@ -11,9 +11,10 @@ export type Framework = (typeof FRAMEWORKS)[number]
  * The same hello-world app bare; with a middleware that only sets the two RateLimit
  * headers sluice sends, as constants (what writing them costs in this framework, with no
  * limiter: the bound for any middleware that sends them); with sluice's rate limit; with
- * the peer's; with sluice's bulkhead alone (default options).
+ * the peer's; with sluice's bulkhead alone, at its defaults (which send the two headers)
+ * and with `headers: false` (the bulkhead's own cost).
  */
-export const VARIANTS = ['bare', 'headers', 'sluice', 'peer', 'bulkhead'] as const
+export const VARIANTS = ['bare', 'headers', 'sluice', 'peer', 'bulkhead', 'bulkhead-quiet'] as const
 export type Variant = (typeof VARIANTS)[number]
 
 /** Each framework's peer middleware. */
@@ -91,9 +92,9 @@ async function expressApp(variant: Variant, rate: AppRate): Promise<RunningApp> 
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit')
     app.use(rateLimit({ limit, windowMs }))
-  } else if (variant === 'bulkhead') {
+  } else if (variant === 'bulkhead' || variant === 'bulkhead-quiet') {
     const { bulkhead } = await import('@sluice/express')
-    app.use(bulkhead())
+    app.use(bulkhead(variant === 'bulkhead' ? {} : { headers: false }))
   }
   app.get('/', (_req, res) => {
     res.send(BODY)
@@ -117,9 +118,9 @@ async function koaApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
   } else if (variant === 'peer') {
     const { default: ratelimit } = await import('koa-ratelimit')
     app.use(ratelimit({ driver: 'memory', db: new Map(), duration: windowMs, max: limit }))
-  } else if (variant === 'bulkhead') {
+  } else if (variant === 'bulkhead' || variant === 'bulkhead-quiet') {
     const { bulkhead } = await import('@sluice/koa')
-    app.use(bulkhead())
+    app.use(bulkhead(variant === 'bulkhead' ? {} : { headers: false }))
   }
   app.use((ctx) => {
     ctx.body = BODY
@@ -152,9 +153,9 @@ async function honoApp(variant: Variant, rate: AppRate): Promise<RunningApp> {
         keyGenerator: (c) => getConnInfo(c).remote.address ?? '',
       }),
     )
-  } else if (variant === 'bulkhead') {
+  } else if (variant === 'bulkhead' || variant === 'bulkhead-quiet') {
     const { bulkhead } = await import('@sluice/hono')
-    app.use(bulkhead())
+    app.use(bulkhead(variant === 'bulkhead' ? {} : { headers: false }))
   }
   app.get('/', (c) => c.text(BODY))
   return listen(createServer(getRequestListener(app.fetch)))
@@ -176,9 +177,9 @@ async function fastifyApp(variant: Variant, rate: AppRate): Promise<RunningApp> 
   } else if (variant === 'peer') {
     const { default: fastifyRateLimit } = await import('@fastify/rate-limit')
     await app.register(fastifyRateLimit, { max: limit, timeWindow: windowMs })
-  } else if (variant === 'bulkhead') {
+  } else if (variant === 'bulkhead' || variant === 'bulkhead-quiet') {
     const { bulkhead } = await import('@sluice/fastify')
-    app.addHook('onRequest', bulkhead())
+    app.addHook('onRequest', bulkhead(variant === 'bulkhead' ? {} : { headers: false }))
   }
   app.get('/', (_request, reply) => {
     reply.type('text/plain; charset=utf-8').send(BODY)

@@ -127,6 +127,7 @@ function httpSection(http: readonly AppResult[]): string {
       sluice: SLUICE_ADAPTER[a.framework],
       peer: PEER_MIDDLEWARE[a.framework],
       bulkhead: `${SLUICE_ADAPTER[a.framework]} bulkhead()`,
+      'bulkhead-quiet': `${SLUICE_ADAPTER[a.framework]} bulkhead({ headers: false })`,
     }[a.variant]
     if (a.error !== undefined) {
       return [a.framework, middleware, `unavailable: ${a.error}`, '', '', '', '', '', '', '']
@@ -347,7 +348,7 @@ export function renderReport(report: BenchReport): string {
   out.push('## 3. HTTP overhead')
   out.push('')
   out.push(
-    `Hello-world app, one child process per app, autocannon in the orchestrator on 127.0.0.1: ${HTTP.connections} connections, ${HTTP.duration} s per run, ${HTTP.rounds} rounds of bare → headers only → sluice → peer → sluice bulkhead after ${HTTP.warmup} s of unrecorded warm-up per app. Every rate limiter limits per client address at ${rateText(HOT_RATE)} (never reached) with all other options, headers included, at their defaults; the bulkhead has its defaults (20 at once, one for all requests, draft-8 headers). The headers-only app writes, as constants, the two headers sluice writes (same names, same lengths). p99 is computed from every response's own latency. Server CPU per request is the server process's user + system CPU time (\`process.cpuUsage()\`) over a run divided by its responses: unlike req/s it is not moved by other processes competing for the cores. "vs bare" is the median round-by-round difference; "× peer" is sluice's req/s over its peer's, round by round.`,
+    `Hello-world app, one child process per app, autocannon in the orchestrator on 127.0.0.1: ${HTTP.connections} connections, ${HTTP.duration} s per run, ${HTTP.rounds} rounds of bare → headers only → sluice → peer → sluice bulkhead → sluice bulkhead without headers after ${HTTP.warmup} s of unrecorded warm-up per app. Every rate limiter limits per client address at ${rateText(HOT_RATE)} (never reached) with all other options, headers included, at their defaults; the bulkhead has its defaults (20 at once, one for all requests, draft-8 headers), and again with \`headers: false\`. The headers-only app writes, as constants, the two headers sluice writes (same names, same lengths). p99 is computed from every response's own latency. Server CPU per request is the server process's user + system CPU time (\`process.cpuUsage()\`) over a run divided by its responses: unlike req/s it is not moved by other processes competing for the cores. "vs bare" is the median round-by-round difference; "× peer" is sluice's req/s over its peer's, round by round.`,
   )
   out.push('')
   out.push(report.http.length === 0 ? 'Not measured in this run.\n' : httpSection(report.http))
