@@ -288,6 +288,18 @@ describe('memoryStore bulkhead slots', () => {
     expect(store.get('idle-0', [pool])[0]?.remaining).toBe(1)
   })
 
+  it('keeps a bulkhead apart from a rate policy even under one id (hand-made policies)', () => {
+    const store = memoryStore()
+    const rate = { ...policyOf({ limit: 5, window: '1h' }), id: 'same' }
+    const pool = { ...concurrencyPolicy('pool', 1), id: 'same' }
+    expect(store.take('k', [rate], 1).results[0]?.remaining).toBe(4)
+    const lease = store.take('k', [pool], 1).results[0]!.lease!
+    expect(store.take('k', [pool], 1).allowed).toBe(false)
+    store.release('k', pool, lease)
+    expect(store.take('k', [pool], 1).allowed).toBe(true)
+    expect(store.get('k', [rate])[0]?.remaining).toBe(4)
+  })
+
   it('a lease releases once, and never after a reset, even with the key busy again', () => {
     const store = memoryStore()
     const pool = concurrencyPolicy('pool', 1)

@@ -372,7 +372,9 @@ function checkCost(cost: number): void {
 class InMemoryStore implements MemoryStore {
   readonly #clock: Clock
   readonly #maxKeys: number
-  readonly #tables = new Map<string, Table>()
+  /** Time-based and concurrency tables apart: each kind keeps its own state per key. */
+  readonly #rates = new Map<string, RateTable>()
+  readonly #slots = new Map<string, SlotTable>()
   /** The table of the policy used last: a middleware's requests find theirs at once. */
   #lastPolicy: Policy | undefined
   #lastTable: Table | undefined
@@ -388,9 +390,7 @@ class InMemoryStore implements MemoryStore {
 
   get size(): number {
     let size = 0
-    for (const table of this.#tables.values()) {
-      if (table instanceof RateTable) size += table.index.size
-    }
+    for (const table of this.#rates.values()) size += table.index.size
     return size
   }
 
@@ -555,8 +555,8 @@ class InMemoryStore implements MemoryStore {
 
   release(key: string, policy: Policy, lease: Lease): void {
     if (!(lease instanceof MemoryLease) || !lease.open || !lease.slots.live) return
-    const table = this.#tables.get(policy.id)
-    if (!(table instanceof SlotTable) || table.find(key) !== lease.slots) return
+    const table = this.#slots.get(policy.id)
+    if (table === undefined || table.find(key) !== lease.slots) return
     this.#unhold(lease)
     table.settle(key, lease.slots)
   }
@@ -580,10 +580,12 @@ class InMemoryStore implements MemoryStore {
   }
 
   reset(key: string, policies?: readonly Policy[]): void {
-    const tables =
+    const tables: (Table | undefined)[] =
       policies === undefined
-        ? [...this.#tables.values()]
-        : policies.map((policy) => this.#tables.get(policy.id))
+        ? [...this.#rates.values(), ...this.#slots.values()]
+        : policies.map((policy) =>
+            isConcurrency(policy) ? this.#slots.get(policy.id) : this.#rates.get(policy.id),
+          )
     for (const table of tables) {
       if (table instanceof RateTable) table.delete(key)
       else if (table !== undefined) this.#inFlight -= table.delete(key)
@@ -591,8 +593,9 @@ class InMemoryStore implements MemoryStore {
   }
 
   resetAll(): void {
-    for (const table of this.#tables.values()) if (table instanceof SlotTable) table.clear()
-    this.#tables.clear()
+    for (const table of this.#slots.values()) table.clear()
+    this.#rates.clear()
+    this.#slots.clear()
     this.#lastPolicy = undefined
     this.#lastTable = undefined
     this.#inFlight = 0
@@ -601,12 +604,19 @@ class InMemoryStore implements MemoryStore {
   /** The policy's table, made on first use (it allocates little until keys arrive). */
   #table(policy: Policy): Table {
     if (policy === this.#lastPolicy) return this.#lastTable!
-    let table = this.#tables.get(policy.id)
-    if (table === undefined) {
-      table = isConcurrency(policy)
-        ? new SlotTable(policy, this.#maxKeys)
-        : new RateTable(policy, this.#maxKeys)
-      this.#tables.set(policy.id, table)
+    let table: Table | undefined
+    if (isConcurrency(policy)) {
+      table = this.#slots.get(policy.id)
+      if (table === undefined) {
+        table = new SlotTable(policy, this.#maxKeys)
+        this.#slots.set(policy.id, table)
+      }
+    } else {
+      table = this.#rates.get(policy.id)
+      if (table === undefined) {
+        table = new RateTable(policy, this.#maxKeys)
+        this.#rates.set(policy.id, table)
+      }
     }
     this.#lastPolicy = policy
     this.#lastTable = table
