@@ -1,11 +1,6 @@
 import { RateLimitError } from './errors'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
-import type {
-  Clock,
-  CompactRateLimiter,
-  PortableRateLimiter,
-  WaitOptions,
-} from './types'
+import type { Clock, CompactRateLimiter, PortableRateLimiter, WaitOptions } from './types'
 import { rangeError, readPositiveDuration } from './validation'
 
 /**
