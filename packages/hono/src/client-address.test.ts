@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { rateLimit } from './rate-limit'
 
 // What each runtime's fetch handler receives as its second argument, which Hono passes as
-// `c.env`. The runtimes themselves are exercised by test/runtimes.test.ts.
+// `c.env`. The runtimes themselves run the shared scenarios in test/{bun,deno,workerd}.test.ts.
 const bun = (address: string) => ({
   requestIP: (request: Request) => {
     expect(request).toBeInstanceOf(Request)
