@@ -1,13 +1,7 @@
-import type { NormalizedSpec } from '@sluice/core'
-import type { Penalty } from '@sluice/http'
+import type { StoredPolicy } from '@sluice/http/adapter'
 
 /** A policy as it travels to the object: what decides, not how it is shown. */
-export interface WirePolicy {
-  readonly id: string
-  readonly spec: NormalizedSpec
-  readonly windowMs: number
-  readonly block?: Penalty | undefined
-}
+export type WirePolicy = StoredPolicy
 
 /** One operation of the store on one object, sent as JSON in a POST body. */
 export type Operation =
