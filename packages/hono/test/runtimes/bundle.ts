@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build, type Plugin } from 'esbuild'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
 /**
- * Bundles a test entry (TypeScript, workspace packages from source) into one ES module a
+ * Bundles a test entry (relative to this folder, or absolute; TypeScript, workspace
+ * packages from source) into one ES module a
  * runtime can load as is: `vitest` becomes the shim, Node built-ins stay imports of the
  * runtime's own, and `replace` swaps further modules (workerd's `node:http` client).
  */
@@ -31,7 +32,7 @@ export async function bundle(
     },
   }
   await build({
-    entryPoints: [join(here, entry)],
+    entryPoints: [resolve(here, entry)],
     outfile: file,
     bundle: true,
     format: 'esm',

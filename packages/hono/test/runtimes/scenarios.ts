@@ -5,12 +5,7 @@
 import { type AdapterHarness, runAdapterScenarios } from '@sluice/http/testing'
 import { honoCallbacks } from '../scenario-app'
 import { type Runtime, unsupportedOn } from './unsupported'
-import { run } from './vitest-shim'
-
-/** Precedes every result line, so the runtime's own output can be told apart. */
-export const RESULT = 'sluice-result '
-/** The last line, with the number of results: the run got to its end. */
-export const DONE = 'sluice-done '
+import { runAndWrite } from './vitest-shim'
 
 /**
  * Registers the shared scenarios (and `more`, what only this runtime needs checked) on the
@@ -24,10 +19,5 @@ export async function runScenarios(
 ): Promise<void> {
   runAdapterScenarios({ name: `hono on ${runtime}`, start, ...honoCallbacks })
   more?.()
-  let count = 0
-  await run((result) => {
-    count++
-    return write(`${RESULT}${JSON.stringify(result)}\n`)
-  }, unsupportedOn(runtime))
-  await write(`${DONE}${count}\n`)
+  await runAndWrite(write, unsupportedOn(runtime))
 }

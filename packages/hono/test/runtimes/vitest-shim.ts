@@ -16,6 +16,9 @@ import {
   JestExtend,
   setState,
 } from '@vitest/expect'
+import { DONE, RESULT, type TestResult } from './results'
+
+export type { TestResult } from './results'
 
 chai.use(JestExtend)
 chai.use(JestChaiExpect)
@@ -51,14 +54,6 @@ interface Test {
   readonly name: string
   readonly suite: Suite
   readonly fn: TestFn
-}
-
-/** What one test came to: `skipped` tests carry the reason they cannot run here. */
-export interface TestResult {
-  readonly name: string
-  readonly status: 'passed' | 'failed' | 'skipped'
-  readonly ms: number
-  readonly error?: string
 }
 
 const root: Suite = { name: '', afterEach: [], parent: undefined }
@@ -172,4 +167,20 @@ export async function run(
         : { name, status: 'passed', ms },
     )
   }
+}
+
+/**
+ * Runs every registered test (see {@link run}) and writes each result as one JSON line,
+ * then the closing line, for the Node side to read back (`node-side.ts`).
+ */
+export async function runAndWrite(
+  write: (line: string) => void | Promise<void>,
+  unsupported?: (name: string) => string | undefined,
+): Promise<void> {
+  let count = 0
+  await run((result) => {
+    count++
+    return write(`${RESULT}${JSON.stringify(result)}\n`)
+  }, unsupported)
+  await write(`${DONE}${count}\n`)
 }
