@@ -11,7 +11,11 @@ const root = new URL('../../../', import.meta.url)
 const MARKED =
   /<!-- not run: needs [^(]*\((examples\/runtimes\/[^,)]+)[^>]*-->\s*\n```ts\n([\s\S]*?)^```$/gm
 
-describe.each(['packages/hono/README.md', 'packages/cloudflare/README.md'])('%s', (readme) => {
+describe.each([
+  'packages/hono/README.md',
+  'packages/cloudflare/README.md',
+  'packages/deno-kv/README.md',
+])('%s', (readme) => {
   const text = readFileSync(new URL(readme, root), 'utf8')
   const blocks = [...text.matchAll(MARKED)].map((m) => ({ file: m[1]!, code: m[2]! }))
 

@@ -59,6 +59,11 @@ export interface StoredResult {
 export interface StoredChange {
   readonly index: number
   readonly record: StoredRecord | undefined
+  /**
+   * Milliseconds until the record is fresh again, when it may go (a storage's expiry);
+   * undefined for a warm-up record, whose state is its age and is kept.
+   */
+  readonly freshInMs?: number
 }
 
 /** The time of one operation: every limiter in it reads the same instant. */
@@ -128,6 +133,17 @@ class RateEntry {
     return until > now ? block.forMs : 0
   }
 
+  /** Milliseconds until the record is worth nothing; undefined for warm-up (never). */
+  freshIn(now: number): number | undefined {
+    if (this.#policy.spec.algorithm === 'warm-up') return undefined
+    const strikes = this.strikes
+    const penalty =
+      strikes === undefined
+        ? 0
+        : Math.max(strikes.until, strikes.since + this.#policy.windowMs) - now
+    return Math.max(this.limiter.resetMs(), penalty, 0)
+  }
+
   /** What to keep: undefined once nothing is worth keeping (the key is fresh). */
   record(now: number): RateRecord | undefined {
     const strikes =
@@ -176,6 +192,13 @@ class SlotsEntry {
 
   record(): SlotsRecord | undefined {
     return this.leases.length === 0 ? undefined : { leases: this.leases }
+  }
+
+  /** Milliseconds until the last lease expires. */
+  freshIn(now: number): number {
+    let last = now
+    for (const lease of this.leases) last = Math.max(last, lease.expiresAt)
+    return last - now
   }
 
   /** Whether a lease was taken, released or found expired since the record was loaded. */
@@ -321,12 +344,14 @@ export class StoredState {
   changes(): StoredChange[] {
     const changes: StoredChange[] = []
     for (const [index, entry] of this.#entries.entries()) {
-      if (entry instanceof RateEntry) {
-        const record = entry.record(this.#now)
-        if (entry.changed(record)) changes.push({ index, record })
-      } else if (entry.changed()) {
-        changes.push({ index, record: entry.record() })
-      }
+      const freshInMs = entry.freshIn(this.#now)
+      const record = entry instanceof RateEntry ? entry.record(this.#now) : entry.record()
+      const changed =
+        entry instanceof RateEntry
+          ? entry.changed(record as RateRecord | undefined)
+          : entry.changed()
+      if (!changed) continue
+      changes.push(freshInMs === undefined ? { index, record } : { index, record, freshInMs })
     }
     return changes
   }
