@@ -8,6 +8,7 @@ import {
   readPositiveDuration,
 } from '@sluice/core/validation'
 import {
+  type AsyncStore,
   type Lease,
   memoryStore,
   type Policy,
@@ -76,18 +77,7 @@ export interface DurableObjectStoreOptions {
 }
 
 /** A store on Durable Objects: every method answers with a promise. */
-export interface DurableObjectStore extends Store {
-  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
-  refund(
-    key: string,
-    policies: readonly Policy[],
-    cost: number,
-    receipts?: readonly (number | undefined)[],
-  ): Promise<void>
-  release(key: string, policy: Policy, lease: Lease): Promise<void>
-  get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
-  reset(key: string, policies?: readonly Policy[]): Promise<void>
-  resetAll(): Promise<void>
+export interface DurableObjectStore extends AsyncStore {
   /** `'up'` while decisions go to the objects; `'down'` from a failure until one answers again. */
   readonly status: 'up' | 'down'
 }

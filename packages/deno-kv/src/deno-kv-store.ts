@@ -6,7 +6,7 @@ import {
   readOptions,
   readPositiveDuration,
 } from '@sluice/core/validation'
-import type { Lease, Policy, PolicyResult, Store, TakeResult } from '@sluice/http'
+import type { AsyncStore, Policy, PolicyResult } from '@sluice/http'
 import { type StoredRecord, type StoredResult, StoredState } from '@sluice/http/adapter'
 
 /** A Deno KV key: an array of parts. */
@@ -55,19 +55,7 @@ export interface DenoKvStoreOptions {
 }
 
 /** A store on Deno KV: every method answers with a promise. */
-export interface DenoKvStore extends Store {
-  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
-  refund(
-    key: string,
-    policies: readonly Policy[],
-    cost: number,
-    receipts?: readonly (number | undefined)[],
-  ): Promise<void>
-  release(key: string, policy: Policy, lease: Lease): Promise<void>
-  get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
-  reset(key: string, policies?: readonly Policy[]): Promise<void>
-  resetAll(): Promise<void>
-}
+export type DenoKvStore = AsyncStore
 
 /** Every other decision on the key changed it before this one could commit, `attempts` times. */
 export class DenoKvStoreError extends Error {
