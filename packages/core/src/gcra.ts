@@ -1,6 +1,6 @@
 import { RateLimitError } from './errors'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
-import type { Clock, CompactRateLimiter, RateLimiter, WaitOptions } from './types'
+import type { Clock, CompactRateLimiter, PortableRateLimiter, WaitOptions } from './types'
 import { rangeError, readPositiveDuration } from './validation'
 
 /**
@@ -51,7 +51,7 @@ export interface GcraConfig {
  * forward at once and sleeps until its own slot, so every caller waits for its own
  * permits and later callers queue behind it.
  */
-export abstract class GcraLimiter implements RateLimiter {
+export abstract class GcraLimiter implements PortableRateLimiter {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -140,6 +140,15 @@ export abstract class GcraLimiter implements RateLimiter {
       delay = nudge(ms, delay, attempt)
     }
     return delay
+  }
+
+  /** `[tat]`: the theoretical arrival time, in ticks. */
+  exportState(): number[] {
+    return [this.tat]
+  }
+
+  importState(state: readonly number[]): void {
+    this.tat = state[0] ?? Number.NEGATIVE_INFINITY
   }
 
   receipt(): number {

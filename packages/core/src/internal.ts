@@ -7,5 +7,5 @@
  */
 export type { AlgorithmDefinition } from './algorithm'
 export { algorithmDefinition } from './algorithms'
-export { isCompact } from './compact'
-export type { CompactRateLimiter } from './types'
+export { isCompact, isPortable } from './compact'
+export type { CompactRateLimiter, PortableRateLimiter } from './types'

@@ -1,6 +1,13 @@
 import { type AlgorithmDefinition, buildLimiter } from './algorithm'
 import { invalidPermits, isPermitCount, nudge } from './options'
-import type { Clock, NormalizedSpec, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
+import type {
+  Clock,
+  NormalizedSpec,
+  PortableRateLimiter,
+  RateLimiter,
+  SlidingWindowOptions,
+  WaitOptions,
+} from './types'
 import { readInteger, readPositiveDuration, readPositiveInteger } from './validation'
 import { type Waitable, WaitQueue } from './wait-queue'
 
@@ -9,7 +16,7 @@ type SlidingWindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' }
 /** Most slots a window may be cut into: every key keeps `slots + 1` counters. */
 const MAX_SLOTS = 10_000
 
-class SlidingWindowLimiter implements RateLimiter, Waitable {
+class SlidingWindowLimiter implements PortableRateLimiter, Waitable {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -148,6 +155,17 @@ class SlidingWindowLimiter implements RateLimiter, Waitable {
 
   receipt(): number {
     return this.head
+  }
+
+  /** `[head, ...counts]`: the newest slot's number and the ring of slot counts. */
+  exportState(): number[] {
+    return [this.head, ...this.counts]
+  }
+
+  importState(state: readonly number[]): void {
+    this.head = state[0] ?? Number.NEGATIVE_INFINITY
+    for (let i = 0; i < this.counts.length; i++) this.counts[i] = state[i + 1] ?? 0
+    this.cachedGeneration = Number.NaN
   }
 
   refund(permits = 1, receipt?: number): void {

@@ -16,7 +16,7 @@ const COLD_FACTOR = 3
 const RELATIVE_ROUNDING = 2 ** -49
 
 class WarmUpLimiter extends GcraLimiter {
-  private readonly createdMs: number
+  private createdMs: number
   private readonly warmUpMs: number
   /** capacity·T in ticks: the warm burst budget. */
   private readonly warmTau: number
@@ -40,6 +40,16 @@ class WarmUpLimiter extends GcraLimiter {
     if (next - now > tau + this.roundingAt(now)) return false
     this.tat = next
     return true
+  }
+
+  /** `[tat, createdMs]`: the bucket and the age the warm-up is measured from. */
+  override exportState(): number[] {
+    return [this.tat, this.createdMs]
+  }
+
+  override importState(state: readonly number[]): void {
+    super.importState(state)
+    this.createdMs = state[1] ?? this.clock.now()
   }
 
   protected override roundingAt(now: number): number {
