@@ -1,4 +1,4 @@
-import type { CompactRateLimiter, Limiter } from './types'
+import type { CompactRateLimiter, Limiter, PortableRateLimiter } from './types'
 
 /**
  * Whether a limiter keeps its whole state in one number (`saveState`/`loadState`):
@@ -17,4 +17,19 @@ import type { CompactRateLimiter, Limiter } from './types'
 export function isCompact(limiter: Limiter): limiter is CompactRateLimiter {
   const candidate = limiter as Partial<CompactRateLimiter>
   return typeof candidate.saveState === 'function' && typeof candidate.loadState === 'function'
+}
+
+/**
+ * Whether a limiter's state can be exported and imported (`exportState`/`importState`),
+ * as a store needs that keeps limiters in storage: every time-based limiter can.
+ *
+ * @example
+ * ```ts
+ * const limiter = createLimiter(spec, clock)
+ * if (isPortable(limiter)) limiter.importState(await storage.get(key) ?? limiter.exportState())
+ * ```
+ */
+export function isPortable(limiter: Limiter): limiter is PortableRateLimiter {
+  const candidate = limiter as Partial<PortableRateLimiter>
+  return typeof candidate.exportState === 'function' && typeof candidate.importState === 'function'
 }

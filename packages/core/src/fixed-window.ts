@@ -6,6 +6,7 @@ import type {
   CompactRateLimiter,
   FixedWindowOptions,
   NormalizedSpec,
+  PortableRateLimiter,
   RateLimiter,
   WaitOptions,
 } from './types'
@@ -14,7 +15,7 @@ import { type Waitable, WaitQueue } from './wait-queue'
 
 type FixedWindowSpec = Extract<NormalizedSpec, { algorithm: 'fixed-window' }>
 
-export class FixedWindowLimiter implements CompactRateLimiter, Waitable {
+export class FixedWindowLimiter implements CompactRateLimiter, PortableRateLimiter, Waitable {
   readonly freshState = -1
   readonly name: string
   readonly limit: number
@@ -54,6 +55,16 @@ export class FixedWindowLimiter implements CompactRateLimiter, Waitable {
     const current = state >= 0 && residue === ((window % this.cycle) + this.cycle) % this.cycle
     this.window = current ? window : Number.NEGATIVE_INFINITY
     this.count = current ? state - residue * (this.limit + 1) : 0
+  }
+
+  /** `[window, count]`: the window's number and what was taken in it. */
+  exportState(): number[] {
+    return [this.window, this.count]
+  }
+
+  importState(state: readonly number[]): void {
+    this.window = state[0] ?? Number.NEGATIVE_INFINITY
+    this.count = state[1] ?? 0
   }
 
   tryAcquire(permits = 1): boolean {

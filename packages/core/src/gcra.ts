@@ -1,7 +1,7 @@
 import { RateLimitError } from './errors'
 import type { Quota } from './keyed'
 import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
-import type { Clock, CompactRateLimiter, RateLimiter, WaitOptions } from './types'
+import type { Clock, CompactRateLimiter, PortableRateLimiter, WaitOptions } from './types'
 import { rangeError, readPositiveDuration } from './validation'
 
 /**
@@ -52,7 +52,7 @@ export interface GcraConfig {
  * forward at once and sleeps until its own slot, so every caller waits for its own
  * permits and later callers queue behind it.
  */
-export abstract class GcraLimiter implements RateLimiter {
+export abstract class GcraLimiter implements PortableRateLimiter {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -162,6 +162,15 @@ export abstract class GcraLimiter implements RateLimiter {
       delay = nudge(ms, delay, attempt)
     }
     return delay
+  }
+
+  /** `[tat]`: the theoretical arrival time, in ticks. */
+  exportState(): number[] {
+    return [this.tat]
+  }
+
+  importState(state: readonly number[]): void {
+    this.tat = state[0] ?? Number.NEGATIVE_INFINITY
   }
 
   receipt(): number {

@@ -8,6 +8,6 @@
  */
 export type { AlgorithmDefinition } from './algorithm'
 export { algorithmDefinition } from './algorithms'
-export { isCompact } from './compact'
+export { isCompact, isPortable } from './compact'
 export { type KeyedLimiter, keyedLimiter, type Quota } from './keyed'
-export type { CompactRateLimiter } from './types'
+export type { CompactRateLimiter, PortableRateLimiter } from './types'

@@ -1,7 +1,14 @@
 import { type AlgorithmDefinition, buildLimiter } from './algorithm'
 import type { Quota } from './keyed'
 import { invalidPermits, isPermitCount, nudge } from './options'
-import type { Clock, NormalizedSpec, RateLimiter, SlidingWindowOptions, WaitOptions } from './types'
+import type {
+  Clock,
+  NormalizedSpec,
+  PortableRateLimiter,
+  RateLimiter,
+  SlidingWindowOptions,
+  WaitOptions,
+} from './types'
 import { readInteger, readPositiveDuration, readPositiveInteger } from './validation'
 import { type Waitable, WaitQueue } from './wait-queue'
 
@@ -29,7 +36,7 @@ export function countArray(limit: number, length: number): Counts {
   return new Float64Array(length)
 }
 
-export class SlidingWindowLimiter implements RateLimiter, Waitable {
+export class SlidingWindowLimiter implements PortableRateLimiter, Waitable {
   readonly name: string
   readonly limit: number
   readonly windowMs: number
@@ -230,6 +237,24 @@ export class SlidingWindowLimiter implements RateLimiter, Waitable {
     const sumAt = this.base + this.ring
     counts[index] = (counts[index] as number) - back
     counts[sumAt] = (counts[sumAt] as number) - back
+  }
+
+  /** `[head, ...counts]`: the newest slot's number and the ring of slot counts. */
+  exportState(): number[] {
+    const state = [this.head]
+    for (let i = 0; i < this.ring; i++) state.push(this.counts[this.base + i] as number)
+    return state
+  }
+
+  importState(state: readonly number[]): void {
+    this.head = state[0] ?? Number.NEGATIVE_INFINITY
+    let sum = 0
+    for (let i = 0; i < this.ring; i++) {
+      const count = state[i + 1] ?? 0
+      this.counts[this.base + i] = count
+      sum += count
+    }
+    this.counts[this.base + this.ring] = sum
   }
 
   refund(permits = 1, receipt?: number): void {

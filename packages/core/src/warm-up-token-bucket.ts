@@ -49,6 +49,16 @@ export class WarmUpLimiter extends GcraLimiter {
     return true
   }
 
+  /** `[tat, createdMs]`: the bucket and the age the warm-up is measured from. */
+  override exportState(): number[] {
+    return [this.tat, this.createdMs]
+  }
+
+  override importState(state: readonly number[]): void {
+    super.importState(state)
+    this.createdMs = state[1] ?? this.clock.now()
+  }
+
   protected override roundingAt(now: number): number {
     return this.slack + Math.abs(now) * RELATIVE_ROUNDING
   }

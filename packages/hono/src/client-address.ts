@@ -3,12 +3,13 @@ import type { Context } from 'hono'
 
 /**
  * Reads a request's client address. Hono runs on many runtimes and each knows the peer
- * differently, so the adapter takes it as a function (see the README for each runtime).
+ * differently; the default finds it on Node, Bun, Deno and Cloudflare Workers. Pass your
+ * own behind a reverse proxy, or on another runtime (see the README).
  *
  * @example
  * ```ts
- * import { getConnInfo } from 'hono/bun'
- * const getIp: GetIp = (c) => getConnInfo(c).remote.address
+ * // Behind one proxy that appends the address it saw to X-Forwarded-For.
+ * const getIp: GetIp = (c) => c.req.header('x-forwarded-for')?.split(',').at(-1)?.trim()
  * ```
  */
 export type GetIp = (c: Context) => string | undefined
@@ -45,6 +46,29 @@ export function rawHeader(c: Context, name: string): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value
 }
 
+/**
+ * True inside Cloudflare Workers (workerd), whose `navigator.userAgent` says so. There
+ * `c.env` holds the Worker's bindings, not the connection, and the edge tells the client
+ * address in a header instead.
+ */
+export function onWorkers(): boolean {
+  const host = globalThis as { navigator?: { userAgent?: unknown } }
+  return host.navigator?.userAgent === 'Cloudflare-Workers'
+}
+
+/**
+ * The second argument of the runtime's fetch handler, which Hono passes as `c.env`: Bun's
+ * `Server` (`Bun.serve`), Deno's `ServeHandlerInfo` (`Deno.serve`). Hono's `hono/bun` also
+ * accepts `{ server }`.
+ */
+interface ServeInfo {
+  /** Bun: the peer of a request's connection. */
+  requestIP?: (request: Request) => { address?: string } | null
+  /** Deno: the peer of the connection. */
+  remoteAddr?: { hostname?: unknown }
+  server?: ServeInfo
+}
+
 /** `getConnInfo` of `@hono/node-server` once loaded; null when it could not be loaded. */
 let nodeConnInfo: ConnInfo | null | undefined
 let loading: Promise<void> | undefined
@@ -72,10 +96,24 @@ export function defaultIpReady(c: Context): Promise<void> | undefined {
 }
 
 /**
- * The default `getIp`: the socket's peer address from `@hono/node-server`'s
- * `getConnInfo`; undefined on other runtimes, which must pass their own `getIp`.
+ * The default `getIp`: the peer of the connection as the runtime reports it, or
+ * undefined when it reports none (a test's `app.request()`, an unknown runtime).
+ *
+ * - Node: the socket's peer, from `@hono/node-server`'s `getConnInfo`.
+ * - Bun: `server.requestIP(request)`, what `getConnInfo` of `hono/bun` reads.
+ * - Deno: `info.remoteAddr.hostname`, what `getConnInfo` of `hono/deno` reads.
+ * - Cloudflare Workers: the `cf-connecting-ip` header. Cloudflare's edge sets it on every
+ *   request and overwrites any a client sent; it is read only inside workerd, since
+ *   anywhere else a client could send it.
  */
 export function defaultIp(c: Context): string | undefined {
-  if (nodeConnInfo == null || nodeBindings(c) === undefined) return undefined
-  return nodeConnInfo(c).remote.address
+  if (nodeBindings(c) !== undefined) return nodeConnInfo?.(c).remote.address
+  if (onWorkers()) return c.req.header('cf-connecting-ip')
+  const env = c.env as ServeInfo | undefined
+  const server = env?.server ?? env
+  if (typeof server?.requestIP === 'function') {
+    return server.requestIP(c.req.raw)?.address ?? undefined
+  }
+  const hostname = env?.remoteAddr?.hostname
+  return typeof hostname === 'string' ? hostname : undefined
 }

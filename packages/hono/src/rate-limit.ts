@@ -27,9 +27,10 @@ import type { RateLimitEnv } from './variables'
  */
 export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context> {
   /**
-   * Reads the client address that `keys.ip()` (the default key) uses. Default: the
-   * socket's peer from `@hono/node-server`'s `getConnInfo`. On Bun, Deno, Workers or
-   * behind a proxy, pass your runtime's (see the README).
+   * Reads the client address that `keys.ip()` (the default key) uses. Default: the peer
+   * the runtime reports: `@hono/node-server`'s socket, Bun's `server.requestIP()`, Deno's
+   * `remoteAddr`, or the `cf-connecting-ip` header on Cloudflare Workers. Behind a reverse
+   * proxy, or on another runtime, pass your own (see the README).
    */
   getIp?: GetIp
   /**

@@ -1,6 +1,6 @@
 import { emitWarning, enabledChecks, type ValidateOption as Switches } from '@sluice/http/adapter'
 import type { Context } from 'hono'
-import { rawHeader } from './client-address'
+import { onWorkers, rawHeader } from './client-address'
 
 /** Stable codes of the one-time configuration warnings. */
 export type ValidationCode = 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY' | 'ERR_SLUICE_NO_CLIENT_ADDRESS'
@@ -37,6 +37,9 @@ export class Validations {
       return
     }
     this.#pending.delete('xForwardedFor')
+    // On Workers the default address is Cloudflare's own cf-connecting-ip, which already
+    // accounts for its proxy (the edge adds X-Forwarded-For too).
+    if (onWorkers()) return
     emitWarning(
       this.#factory,
       'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY',
@@ -50,7 +53,7 @@ export class Validations {
     emitWarning(
       this.#factory,
       'ERR_SLUICE_NO_CLIENT_ADDRESS',
-      "No client address: the request was not served by @hono/node-server and no `getIp` was given, so every client shares one rate-limit key. Pass `getIp` for your runtime (hono/bun's or hono/deno's getConnInfo, Cloudflare's cf-connecting-ip header, ...).",
+      'No client address: the runtime reported none (the request was not served by @hono/node-server, Bun.serve, Deno.serve or Cloudflare Workers; app.request() in a test has no connection) and no `getIp` was given, so every client shares one rate-limit key. Pass `getIp` reading the address where your runtime or proxy puts it.',
     )
   }
 }

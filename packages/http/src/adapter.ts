@@ -69,6 +69,17 @@ export {
 } from './rate-limit-engine'
 export { boundedKey, MAX_KEY_LENGTH } from './request-key'
 export {
+  type RateRecord,
+  type SlotsRecord,
+  type StoredChange,
+  type StoredLease,
+  type StoredPolicy,
+  type StoredRecord,
+  type StoredResult,
+  StoredState,
+  type Strikes,
+} from './stored-state'
+export {
   createdInsideRequest,
   emitWarning,
   enabledChecks,

@@ -110,3 +110,21 @@ export interface Store {
    */
   resetAll(): MaybePromise<void>
 }
+
+/**
+ * A store whose every method answers with a promise: one whose state lives elsewhere
+ * (Redis, Durable Objects, Deno KV).
+ */
+export interface AsyncStore extends Store {
+  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
+  refund(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    receipts?: readonly (number | undefined)[],
+  ): Promise<void>
+  release(key: string, policy: Policy, lease: Lease): Promise<void>
+  get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
+  reset(key: string, policies?: readonly Policy[]): Promise<void>
+  resetAll(): Promise<void>
+}

@@ -1,0 +1,272 @@
+import type { Clock, Duration } from '@sluice/core'
+import {
+  describe,
+  readClock,
+  readInteger,
+  readOptions,
+  readPositiveDuration,
+} from '@sluice/core/validation'
+import type { AsyncStore, Policy, PolicyResult } from '@sluice/http'
+import { type StoredRecord, type StoredResult, StoredState } from '@sluice/http/adapter'
+
+/** A Deno KV key: an array of parts. */
+export type KvKey = readonly (string | number | bigint | boolean | symbol | Uint8Array)[]
+
+/** An entry as `Deno.Kv.getMany` returns it. */
+interface KvEntry<T> {
+  readonly key: KvKey
+  readonly value: T | null
+  readonly versionstamp: string | null
+}
+
+/** The part of `Deno.AtomicOperation` the store uses. */
+export interface KvAtomicLike {
+  check(...checks: { key: KvKey; versionstamp: string | null }[]): KvAtomicLike
+  set(key: KvKey, value: unknown, options?: { expireIn?: number }): KvAtomicLike
+  delete(key: KvKey): KvAtomicLike
+  commit(): Promise<{ readonly ok: boolean }>
+}
+
+/**
+ * The part of `Deno.Kv` (`await Deno.openKv()`) the store uses. Typed loosely so that
+ * Deno's types are not needed; a real `Deno.Kv` fits.
+ */
+export interface KvLike {
+  getMany(keys: KvKey[]): Promise<KvEntry<unknown>[]>
+  atomic(): KvAtomicLike
+  list(selector: { prefix: KvKey }): AsyncIterable<{ readonly key: KvKey }>
+}
+
+/** Options of {@link denoKvStore}. */
+export interface DenoKvStoreOptions {
+  /** The database: `await Deno.openKv()` (a local file, or Deno Deploy's KV). */
+  kv: KvLike
+  /** The first parts of every key the store writes: stores with different prefixes share nothing. Default `['sluice']`. */
+  prefix?: KvKey
+  /**
+   * How long a concurrency slot is held at most: a process that dies while holding one
+   * frees it after this long. Make it longer than your slowest request. Default `'1m'`.
+   */
+  leaseTtl?: Duration
+  /** How many times a decision is retried when another one changed the key meanwhile. Default 16. */
+  attempts?: number
+  /** Time source. Default: `Date.now()`, which every process and region shares. */
+  clock?: Clock
+}
+
+/** A store on Deno KV: every method answers with a promise. */
+export type DenoKvStore = AsyncStore
+
+/** Every other decision on the key changed it before this one could commit, `attempts` times. */
+export class DenoKvStoreError extends Error {
+  override readonly name = 'DenoKvStoreError'
+  readonly code = 'ERR_SLUICE_KV_CONTENDED'
+}
+
+const FACTORY = 'denoKvStore'
+
+/** Wall-clock time: every process and region reading one database agrees on it. */
+const wallClock: Clock = {
+  now: () => Date.now(),
+  sleep: () => Promise.reject(new Error('sluice: a stored limiter never waits')),
+}
+
+/** What an attempt returns when another decision changed the key between read and commit. */
+const OVERTAKEN = Symbol('overtaken')
+
+/**
+ * A local KV file (SQLite) answers "database is locked" while another connection (another
+ * process, or `deno serve --parallel`'s workers) writes it.
+ */
+function isLocked(error: unknown): boolean {
+  return error instanceof Error && /database is locked/.test(error.message)
+}
+
+/** Waits a few milliseconds, more after each failed attempt, jittered so racers spread out. */
+function backOff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(2 ** attempt, 50)
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Deno KV refuses an atomic operation with more mutations than this; resets go in batches. */
+const BATCH = 500
+
+/**
+ * A {@link Store} on Deno KV: one budget per policy and client key for every process that
+ * opens the same database (and every Deno Deploy region, on Deploy's KV). A decision reads
+ * the key's state under each policy, decides as `memoryStore()` does (the same
+ * `@sluice/core` limiters, penalties and leases), and commits the change in one atomic
+ * operation that checks nothing changed since the read; if something did, it decides
+ * again on the new state. So every policy of a request takes its permits, or none does,
+ * exactly once.
+ *
+ * KV's `expireIn` only says a key may be deleted *after* that time, not when: each record
+ * carries its own times (the limiter's state, the block's end, each lease's expiry), so a
+ * record read past its expiry still decides right (it is fresh), and `expireIn` only lets
+ * KV collect it.
+ *
+ * @example
+ * ```ts
+ * import { denoKvStore } from '@sluice/deno-kv'
+ * import { rateLimit } from '@sluice/hono'
+ *
+ * const store = denoKvStore({ kv: await Deno.openKv() })
+ * app.use(rateLimit({ limit: 100, window: '1m', store }))
+ * ```
+ */
+export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
+  readOptions(FACTORY, options, ['kv', 'prefix', 'leaseTtl', 'attempts', 'clock'])
+  const { kv } = options
+  if (
+    typeof kv !== 'object' ||
+    kv === null ||
+    typeof kv.getMany !== 'function' ||
+    typeof kv.atomic !== 'function'
+  ) {
+    throw new TypeError(
+      `${FACTORY}: "kv" must be a Deno KV database (await Deno.openKv()), got ${describe(kv)}`,
+    )
+  }
+  const prefix = options.prefix ?? ['sluice']
+  if (!Array.isArray(prefix)) {
+    throw new TypeError(`${FACTORY}: "prefix" must be an array (a KV key), got ${describe(prefix)}`)
+  }
+  const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
+  const attempts =
+    options.attempts === undefined
+      ? 16
+      : readInteger(FACTORY, 'attempts', options.attempts, 1, 'a positive integer')
+  const clock = options.clock === undefined ? wallClock : readClock(FACTORY, 'clock', options.clock)
+
+  const keyOf = (key: string, policy: string): KvKey => [...prefix, key, policy]
+
+  /**
+   * Reads the key's records, decides with `decide`, and commits the changes if nothing
+   * changed since the read; otherwise decides again. Returns what `decide` returned.
+   */
+  async function transact<T>(
+    key: string,
+    policies: readonly Policy[],
+    decide: (state: StoredState) => T,
+  ): Promise<T> {
+    const keys = policies.map((policy) => keyOf(key, policy.id))
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (attempt > 0) await backOff(attempt)
+      try {
+        const answer = await attemptOnce(keys, policies, decide)
+        if (answer !== OVERTAKEN) return answer
+      } catch (error) {
+        // A local KV file that another connection is writing: nothing was committed.
+        if (!isLocked(error)) throw error
+      }
+    }
+    throw new DenoKvStoreError(
+      `${FACTORY}: ${attempts} decisions in a row on "${key}" were overtaken by others; raise "attempts"`,
+    )
+  }
+
+  /** One read, decision and commit; OVERTAKEN when the key changed since the read. */
+  async function attemptOnce<T>(
+    keys: KvKey[],
+    policies: readonly Policy[],
+    decide: (state: StoredState) => T,
+  ): Promise<T | typeof OVERTAKEN> {
+    const entries = await kv.getMany(keys)
+    const state = new StoredState(
+      policies,
+      entries.map((entry) => (entry.value ?? undefined) as StoredRecord | undefined),
+      clock.now(),
+    )
+    const answer = decide(state)
+    const changes = state.changes()
+    // Nothing to write: the decision stands on the snapshot getMany read.
+    if (changes.length === 0) return answer
+    let operation = kv.atomic().check(...entries)
+    for (const { index, record, freshInMs } of changes) {
+      operation =
+        record === undefined
+          ? operation.delete(keys[index]!)
+          : operation.set(
+              keys[index]!,
+              record,
+              freshInMs === undefined ? undefined : { expireIn: Math.max(1, Math.ceil(freshInMs)) },
+            )
+    }
+    return (await operation.commit()).ok ? answer : OVERTAKEN
+  }
+
+  async function deleteAll(selector: KvKey): Promise<void> {
+    let batch: KvKey[] = []
+    const flush = async () => {
+      let operation = kv.atomic()
+      for (const key of batch) operation = operation.delete(key)
+      await operation.commit()
+      batch = []
+    }
+    for await (const entry of kv.list({ prefix: selector })) {
+      batch.push(entry.key)
+      if (batch.length === BATCH) await flush()
+    }
+    if (batch.length > 0) await flush()
+  }
+
+  return {
+    async take(key, policies, cost) {
+      checkCost(cost)
+      if (policies.length === 0) return { allowed: true, results: [] }
+      const taken = await transact(key, policies, (state) => state.take(cost, leaseTtlMs))
+      return { allowed: taken.allowed, results: withPolicies(taken.results, policies) }
+    },
+
+    async refund(key, policies, cost, receipts) {
+      checkCost(cost)
+      if (policies.length === 0) return
+      await transact(key, policies, (state) => state.refund(cost, receipts))
+    },
+
+    async release(key, policy, lease) {
+      await transact(key, [policy], (state) => state.release(0, lease.id))
+    },
+
+    async get(key, policies) {
+      if (policies.length === 0) return []
+      const keys = policies.map((policy) => keyOf(key, policy.id))
+      const entries = await kv.getMany(keys)
+      const state = new StoredState(
+        policies,
+        entries.map((entry) => (entry.value ?? undefined) as StoredRecord | undefined),
+        clock.now(),
+      )
+      return withPolicies(state.get(), policies)
+    },
+
+    async reset(key, policies) {
+      if (policies === undefined) {
+        await deleteAll([...prefix, key])
+        return
+      }
+      let operation = kv.atomic()
+      for (const policy of policies) operation = operation.delete(keyOf(key, policy.id))
+      await operation.commit()
+    },
+
+    resetAll: () => deleteAll(prefix),
+  }
+}
+
+function withPolicies(
+  results: readonly StoredResult[],
+  policies: readonly Policy[],
+): PolicyResult[] {
+  return results.map((result, i) => ({
+    ...result,
+    policy: policies[i]!,
+    limit: policies[i]!.limit,
+  }))
+}
+
+function checkCost(cost: number): void {
+  if (!Number.isSafeInteger(cost) || cost < 1) {
+    throw new RangeError(`${FACTORY}: "cost" must be a positive integer, got ${describe(cost)}`)
+  }
+}

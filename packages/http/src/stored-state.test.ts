@@ -1,0 +1,99 @@
+import { ManualClock } from '@sluice/core'
+import { describe, expect, it } from 'vitest'
+import { compilePolicy, concurrencyPolicy } from './policy'
+import type { Store, TakeResult } from './store'
+import { type StoredRecord, StoredState } from './stored-state'
+import { runStoreContract } from './testing/store-contract'
+
+/** The smallest store on StoredState: records in a Map, as structured clones. */
+function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
+  readonly records: Map<string, StoredRecord>
+  take(...args: Parameters<Store['take']>): TakeResult
+} {
+  const records = new Map<string, StoredRecord>()
+  const name = (key: string, id: string) => `${key}\u0000${id}`
+  const state = (key: string, policies: readonly { id: string }[]) =>
+    new StoredState(
+      policies as never,
+      policies.map((p) => structuredClone(records.get(name(key, p.id)))),
+      clock.now(),
+    )
+  const save = (key: string, policies: readonly { id: string }[], s: StoredState) => {
+    for (const { index, record } of s.changes()) {
+      const at = name(key, policies[index]!.id)
+      if (record === undefined) records.delete(at)
+      else records.set(at, structuredClone(record))
+    }
+  }
+  const withPolicies = <R extends object>(results: readonly R[], policies: readonly object[]) =>
+    results.map((r, i) => ({
+      ...r,
+      policy: policies[i],
+      limit: (policies[i] as { limit: number }).limit,
+    }))
+  return {
+    records,
+    take(key, policies, cost) {
+      const s = state(key, policies)
+      const taken = s.take(cost, 60_000)
+      save(key, policies, s)
+      return { allowed: taken.allowed, results: withPolicies(taken.results, policies) as never }
+    },
+    refund(key, policies, cost, receipts) {
+      const s = state(key, policies)
+      s.refund(cost, receipts)
+      save(key, policies, s)
+    },
+    release(key, policy, lease) {
+      const s = state(key, [policy])
+      s.release(0, lease.id)
+      save(key, [policy], s)
+    },
+    get: (key, policies) => withPolicies(state(key, policies).get(), policies) as never,
+    reset(key, policies) {
+      for (const at of [...records.keys()]) {
+        const [k, id] = at.split('\u0000')
+        if (k === key && (policies === undefined || policies.some((p) => p.id === id))) {
+          records.delete(at)
+        }
+      }
+    },
+    resetAll: () => records.clear(),
+  }
+}
+
+const clock = new ManualClock(1_800_000_000_000)
+runStoreContract('a store on StoredState (records in a Map)', () => recordStore(clock), {
+  advance: (ms) => clock.advance(ms),
+})
+
+describe('StoredState', () => {
+  it('writes only what changed, and deletes what is fresh again', () => {
+    const clock = new ManualClock(0)
+    const store = recordStore(clock)
+    const p = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: '1s' }, 'test')
+    store.take('k', [p], 1)
+    expect([...store.records.values()]).toEqual([{ state: [0, 1] }])
+    // A refusal changes nothing: nothing is written (the record is the same object).
+    const before = store.records.get(`k\u0000${p.id}`)
+    store.take('k', [p], 1)
+    expect(store.records.get(`k\u0000${p.id}`)).toBe(before)
+    clock.advance(1_000)
+    store.refund('k', [p], 1)
+    // Past its window the state is fresh: the record goes.
+    store.take('k', [p], 1)
+    store.refund('k', [p], 1, [1])
+    expect(store.records.size).toBe(0)
+  })
+
+  it('drops expired leases: a holder that died frees its slot after leaseTtl', () => {
+    const clock = new ManualClock(0)
+    const store = recordStore(clock)
+    const slots = concurrencyPolicy('slots', 1)
+    expect(store.take('k', [slots], 1).allowed).toBe(true)
+    clock.advance(59_999)
+    expect(store.take('k', [slots], 1).allowed).toBe(false)
+    clock.advance(1)
+    expect(store.take('k', [slots], 1).allowed).toBe(true)
+  })
+})
