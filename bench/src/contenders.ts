@@ -19,6 +19,7 @@ import {
   RateLimitEngine,
   type RequestAccessors,
   type ResponseAccessors,
+  rateLimitChannel,
 } from '@sluice/http/adapter'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
@@ -231,21 +232,21 @@ const passed = (outcome: Outcome): boolean => outcome.action === 'pass'
 /**
  * What an adapter runs per request, without the framework: `RateLimitEngine.admit` with
  * the default options (sliding window, `keys.ip()`, draft-8 headers written through the
- * response accessors), on a fresh fake request and response each time. `silent` builds it
- * in a process whose `node:diagnostics_channel` cannot be found, so the engine's channels
- * are plain objects nobody can subscribe to: the same engine with the events compiled out.
+ * response accessors), on a fresh fake request and response each time. `twin` is the same
+ * again in a process of its own: how far two identical processes differ (JIT decisions,
+ * memory layout), the noise any comparison between processes carries.
  */
-function engineContender(silent: boolean): Contender {
+function engineContender(variant: 'real' | 'twin'): Contender {
   return define<Outcome>({
-    id: silent ? 'sluice/sliding-window@engine-no-channels' : 'sluice/sliding-window@engine',
-    label: silent
-      ? 'sluice · RateLimitEngine.admit + headers, no diagnostics channels'
-      : 'sluice · RateLimitEngine.admit + headers',
+    id: `sluice/sliding-window@engine${variant === 'real' ? '' : '-twin'}`,
+    label:
+      variant === 'twin'
+        ? 'sluice · RateLimitEngine.admit + headers (a second process, the same)'
+        : 'sluice · RateLimitEngine.admit + headers',
     short: 'sluice rate-limit engine',
     side: 'sluice',
     pkg: '@sluice/http',
-    shapes: silent ? ['hot'] : ['hot', 'keyed', 'churn', 'insert'],
-    ...(silent ? { execArgv: ['--import', import.meta.resolve('./no-channels.ts')] } : {}),
+    shapes: variant === 'real' ? ['hot', 'keyed', 'churn', 'insert'] : ['hot'],
     create(rate, options) {
       const clock = options.clock ?? systemClock
       const engine = new RateLimitEngine<FakeRequest, FakeResponse>(
@@ -398,8 +399,20 @@ export const CONTENDERS: readonly Contender[] = [
     },
   }),
   ...SLUICE_ALGORITHMS.flatMap(sluiceContenders),
-  engineContender(false),
-  engineContender(true),
+  engineContender('real'),
+  engineContender('twin'),
+  define<boolean>({
+    id: 'sluice/events@unsubscribed',
+    label: 'sluice · the event check of one decision, nobody subscribed',
+    short: 'sluice event check',
+    side: 'sluice',
+    pkg: '@sluice/http',
+    shapes: ['hot'],
+    create() {
+      // What RateLimitEngine does for events per decision while nobody listens.
+      return { call: () => !rateLimitChannel.hasSubscribers, admitted: identity }
+    },
+  }),
   ...BULKHEAD_CONTENDERS,
   define<boolean>({
     id: 'sluice/concurrency',

@@ -11,9 +11,7 @@
  *
  * argv[2]: JSON `{ id, keys, shape, maxKeys?, profileMs?, heapSnapshot? }`.
  */
-import diagnostics from 'node:diagnostics_channel'
 import { getHeapStatistics } from 'node:v8'
-import { rateLimitChannel } from '@sluice/http/adapter'
 import { measure } from 'mitata'
 import { errorText, type Message, serve } from './child'
 import { HOT_KEY, type Shape } from './config'
@@ -189,8 +187,6 @@ async function main(): Promise<void> {
   const rate = benchRate(subject, job.keys)
   const build = (keys: number) =>
     subject.create(rate, { keys, ...(job.maxKeys === undefined ? {} : { maxKeys: job.maxKeys }) })
-  const channels =
-    rateLimitChannel instanceof diagnostics.Channel ? 'node:diagnostics_channel' : 'none'
 
   if (job.shape === 'insert') {
     const runner = new InsertRunner(() => build(job.keys), freshKeys(job.keys))
@@ -210,7 +206,7 @@ async function main(): Promise<void> {
       }
       throw new Error(`decision-worker: unknown request "${message.type}"`)
     })
-    process.send?.({ type: 'ready', prefillMs: 0, allocated, channels })
+    process.send?.({ type: 'ready', prefillMs: 0, allocated })
     return
   }
 
@@ -255,7 +251,6 @@ async function main(): Promise<void> {
     bytesPerKey: bytes / keys.length,
     prefillMs,
     allocated,
-    channels,
     ...(breakdown === undefined ? {} : { breakdown }),
   })
 }

@@ -20,8 +20,6 @@ export interface ContenderResult {
   readonly bytesPerKey: number | undefined
   /** Bytes one decision allocates (garbage or kept), measured after the warm-up. */
   readonly allocated: number | undefined
-  /** Whether the child's `@sluice/http` found `node:diagnostics_channel` ('none' if not). */
-  readonly channels: string | undefined
   /** Whether every check after a sample found the limit still unreached. */
   readonly alwaysAdmitted: boolean
   readonly error?: string
@@ -77,7 +75,6 @@ export async function runDecisionScenario(
   const errors = new Map<string, string>()
   const bytes = new Map<string, number>()
   const allocated = new Map<string, number>()
-  const channels = new Map<string, string>()
   try {
     for (const c of contenders) {
       try {
@@ -93,7 +90,6 @@ export async function runDecisionScenario(
         children.push(child)
         if (child.ready.bytesPerKey !== undefined) bytes.set(c.id, Number(child.ready.bytesPerKey))
         allocated.set(c.id, Number(child.ready.allocated))
-        channels.set(c.id, String(child.ready.channels))
         log(
           `  ${c.id}: ready (${scenario.keys} key(s) in ${Number(child.ready.prefillMs).toFixed(0)} ms)`,
         )
@@ -139,7 +135,6 @@ export async function runDecisionScenario(
               : pairedRatio(samples[i]!, floorSamples),
           bytesPerKey: bytes.get(c.id),
           allocated: allocated.get(c.id),
-          channels: channels.get(c.id),
           alwaysAdmitted: admitted[i]!,
           ...(error === undefined ? {} : { error }),
         }

@@ -124,7 +124,6 @@ describe('targets', () => {
         vsFloor: pairedRatio(samples, floor),
         bytesPerKey,
         allocated: undefined,
-        channels: undefined,
         alwaysAdmitted: true,
       }
     }),
