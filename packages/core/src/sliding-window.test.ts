@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from './clock'
 import { slidingWindow } from './sliding-window'
+import type { RateLimiter } from './types'
 
 describe('slidingWindow', () => {
   it('reports its configuration', () => {
@@ -153,6 +154,71 @@ describe('slidingWindow', () => {
               count += next.permits
             }
             expect(count).toBeLessThanOrEqual(limit)
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('slidingWindow retryAfterMs against its exported state', () => {
+  /** The wait, walked oldest generation first over `[head, ...ring]`, as the window defines it. */
+  function reference(
+    state: number[],
+    slots: number,
+    windowMs: number,
+    ms: number,
+    limit: number,
+    permits: number,
+  ) {
+    const [head, ...ring] = state as [number, ...number[]]
+    const generation = Math.max(Math.floor((ms * slots) / windowMs), head)
+    const countOf = (g: number) =>
+      g > head || g <= head - ring.length
+        ? 0
+        : ring[((g % ring.length) + ring.length) % ring.length]!
+    let used = 0
+    for (let g = generation - slots; g <= generation; g++) used += countOf(g)
+    let excess = used + permits - limit
+    if (excess <= 0) return 0
+    for (let g = generation - slots; g <= generation; g++) {
+      excess -= countOf(g)
+      if (excess <= 0) return (g + slots + 1) * (windowMs / slots) - ms
+    }
+    return (generation + slots + 1) * (windowMs / slots) - ms
+  }
+
+  it('finds the same slot to wait for, whatever the traffic', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            gap: fc.integer({ min: 0, max: 400 }),
+            permits: fc.integer({ min: 1, max: 4 }),
+          }),
+          {
+            maxLength: 60,
+          },
+        ),
+        (steps) => {
+          const clock = new ManualClock()
+          const limiter = slidingWindow({
+            limit: 6,
+            window: 1000,
+            slots: 5,
+            clock,
+          }) as RateLimiter & {
+            exportState(): number[]
+          }
+          for (const { gap, permits } of steps) {
+            clock.advance(gap)
+            limiter.tryAcquire(permits)
+            for (let ask = 1; ask <= 6; ask++) {
+              const want = reference(limiter.exportState(), 5, 1000, clock.now(), 6, ask)
+              // The limiter rounds its wait up to where the clock really lands in the slot.
+              expect(Math.abs(limiter.retryAfterMs(ask) - want)).toBeLessThan(1e-6)
+            }
           }
         },
       ),

@@ -189,14 +189,20 @@ export class SlidingWindowLimiter implements PortableRateLimiter, Waitable {
   delay(permits: number): number {
     const ms = this.clock.now()
     const generation = this.generationAt(ms)
-    let excess = this.usedAt(generation) + permits - this.limit
+    const used = this.usedAt(generation)
+    let excess = used + permits - this.limit
     if (excess <= 0) return 0
+    const counts = this.counts
+    const oldest = generation - this.slots
+    // Everything counted sits in the newest slot (a busy key, or one that comes back now
+    // and then): the walk below would find it there, after only empty slots.
+    if (this.head >= oldest && counts[this.indexOf(this.head)] === used) {
+      return this.untilGeneration(ms, (used >= excess ? this.head : generation) + this.slots + 1)
+    }
     // Oldest first: find the generation whose expiry frees enough permits. Only the ring
     // holds counts (generations after `head` have none), so walk it from the oldest one
     // still in the window up to `head`.
-    const counts = this.counts
     const end = this.base + this.ring
-    const oldest = generation - this.slots
     let i = this.indexOf(oldest)
     for (let g = oldest; g <= this.head; g++) {
       excess -= counts[i] as number
