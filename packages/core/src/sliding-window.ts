@@ -83,6 +83,10 @@ export class SlidingWindowLimiter implements PortableRateLimiter, Waitable {
   }
 
   private indexOf(generation: number): number {
+    // Generations are integers, usually small and positive: as int32 the remainder is an
+    // integer division, where a double's is a call to fmod.
+    if (generation >= 0 && generation <= 0x7fff_ffff)
+      return this.base + ((generation | 0) % this.ring)
     const slot = generation % this.ring
     return this.base + (slot < 0 ? slot + this.ring : slot)
   }
