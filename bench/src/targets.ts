@@ -232,8 +232,12 @@ export const STORE_HOT_FACTOR = 1.3
 export const STORE_KEYED_FACTOR = 1.5
 export const ENGINE_FACTOR = 2
 export const INSERT_FACTOR = 1.5
-/** Bytes a decision may allocate beyond the same decision on a key that stays put. */
-export const CHURN_ALLOWANCE = 8
+/**
+ * Bytes a decision may allocate beyond the same decision on a key that stays put: one
+ * boxed number (16 B), which whether a result's field holds a small integer or a fraction
+ * decides from run to run. Any state a decision built (a limiter, a Map, a Set) is larger.
+ */
+export const CHURN_ALLOWANCE = 16
 /** sluice's own CPU per request over an app that writes the same headers, µs. */
 export const OWN_CPU_US = 2
 export const BULKHEAD_FRACTION = 0.95
