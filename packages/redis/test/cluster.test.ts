@@ -75,7 +75,7 @@ describeRedis('Redis Cluster', () => {
 
   it('puts every key of one decision in one slot, whatever the client key holds', async () => {
     for (const key of tricky) {
-      const names = [hourly, daily, slots].map((p) => stateKey('sluice:', key, p.name))
+      const names = [hourly, daily, slots].map((p) => stateKey('sluice:', key, p))
       const hashed = await Promise.all(
         names.map((name) => cluster.call('CLUSTER', 'KEYSLOT', name)),
       )
