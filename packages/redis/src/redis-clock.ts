@@ -1,9 +1,12 @@
 /** How long an estimate of Redis's clock is trusted before a reply is asked to carry the time. */
 const RESAMPLE_MS = 5_000
 
+// Read once: the getter is slow, and the origin never changes.
+const ORIGIN = performance.timeOrigin
+
 /** Wall-clock microseconds of this process, from the monotonic clock. */
 function localUs(at: number): number {
-  return (performance.timeOrigin + at) * 1000
+  return (ORIGIN + at) * 1000
 }
 
 /**
@@ -18,14 +21,17 @@ export class RedisClock {
   #sampledAt = Number.NEGATIVE_INFINITY
   #rttMs = Number.POSITIVE_INFINITY
 
-  /** Redis's clock now, in microseconds since the epoch (this process's clock until a sample). */
-  nowUs(): number {
-    return localUs(performance.now()) + this.#offsetUs
+  /**
+   * Redis's clock at `at` (`performance.now()`), in microseconds since the epoch: this
+   * process's clock until a sample.
+   */
+  nowUs(at: number): number {
+    return localUs(at) + this.#offsetUs
   }
 
-  /** True when the next call should ask for the time. */
-  get stale(): boolean {
-    return performance.now() - this.#sampledAt > RESAMPLE_MS
+  /** True when a call made at `at` should ask for the time. */
+  stale(at: number): boolean {
+    return at - this.#sampledAt > RESAMPLE_MS
   }
 
   /**
@@ -35,7 +41,7 @@ export class RedisClock {
    */
   sample(redisNowUs: number, sentAt: number, receivedAt: number): void {
     const rtt = receivedAt - sentAt
-    if (rtt > this.#rttMs * 2 + 1 && !this.stale) return
+    if (rtt > this.#rttMs * 2 + 1 && !this.stale(receivedAt)) return
     this.#offsetUs = redisNowUs - localUs((sentAt + receivedAt) / 2)
     this.#rttMs = rtt
     this.#sampledAt = receivedAt

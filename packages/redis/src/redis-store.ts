@@ -183,12 +183,12 @@ class RedisBackedStore implements RedisStore {
     }
     const single = plan.single!
     const clock = this.#clock
-    const args = single.args(redisKey, costText(cost), single.alwaysTime || clock.stale)
-    const since = this.#health.episode
     const sentAt = performance.now()
+    const args = single.args(redisKey, costText(cost), single.alwaysTime || clock.stale(sentAt))
+    const since = this.#health.episode
     let reply: unknown
     try {
-      reply = await this.#runner.script(single.script, args, redisKey)
+      reply = await this.#runner.script(single.script, args, redisKey, sentAt)
     } catch (error) {
       if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
         return this.#takeOne(key, plan, cost, true)
@@ -196,8 +196,10 @@ class RedisBackedStore implements RedisStore {
       this.#failed(error, redisKey, since)
       return this.#fallbackTake(key, [plan.policy], cost)
     }
+    // Redis ran the script between the send and now: the send is close enough for the
+    // reset time, and errs towards giving back less on a refund by receipt.
     if (typeof reply === 'number') {
-      return { allowed: true, results: [single.decode(reply, clock.nowUs())] }
+      return { allowed: true, results: [single.decode(reply, clock.nowUs(sentAt))] }
     }
     const { result, now } = decodeSingle(reply, plan.policy)
     clock.sample(now, sentAt, performance.now())
@@ -218,17 +220,17 @@ class RedisBackedStore implements RedisStore {
     const leases = plans.filter((plan) => plan.concurrency)
     const leaseId = leases.length === 0 ? '' : randomUUID()
     const timeoutMs = this.#runner.timeoutMs
+    const sentAt = performance.now()
     const deadlineUs =
       leases.length !== 0 && deadline
-        ? this.#clock.nowUs() + (timeoutMs + DEADLINE_SLACK_MS) * 1000
+        ? this.#clock.nowUs(sentAt) + (timeoutMs + DEADLINE_SLACK_MS) * 1000
         : 0
     const since = this.#health.episode
-    const sentAt = performance.now()
     let reply: ReturnType<typeof decodeGeneral>
     try {
       const args = generalArgs('take', keys, plans, cost, leaseId, deadlineUs)
       reply = decodeGeneral(
-        await this.#runner.script(GENERAL, args, keys[0]!),
+        await this.#runner.script(GENERAL, args, keys[0]!, sentAt),
         plans,
         cost,
         leaseId,
@@ -290,7 +292,7 @@ class RedisBackedStore implements RedisStore {
         0,
         receipts ?? plans.map(() => undefined),
       )
-      await this.#runner.script(GENERAL, args, keys[0]!)
+      await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
     } catch (error) {
       this.#failed(error, keys[0]!, since)
     }
@@ -428,7 +430,7 @@ class RedisBackedStore implements RedisStore {
   ): Promise<ReturnType<typeof decodeGeneral>> {
     const args = generalArgs(op, keys, plans, 1, '', 0)
     return this.#runner
-      .script(GENERAL, args, keys[0]!)
+      .script(GENERAL, args, keys[0]!, performance.now())
       .then((reply) => decodeGeneral(reply, plans, 1, ''))
   }
 

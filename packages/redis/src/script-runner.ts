@@ -1,4 +1,4 @@
-import { CallTimer } from './call-timer'
+import { CallTimer, type Pending } from './call-timer'
 import type { SendCommand } from './client'
 import type { Connection } from './connection'
 import { isNoScript, timeoutError, toStoreError } from './errors'
@@ -27,59 +27,102 @@ export class ScriptRunner {
 
   /** Sends one command (`key` routes it on a cluster). */
   call(args: string[], key: string | undefined): Promise<unknown> {
-    return this.#run(args, key, undefined)
+    return this.#run(args, key, undefined, performance.now())
   }
 
   /**
-   * Runs a script with `args` as EVALSHA takes them (`['EVALSHA', sha, numkeys, ...]`).
-   * If Redis answers NOSCRIPT (a restart, a failover, `SCRIPT FLUSH`), the same call is
-   * sent again as EVAL, which caches the script on the node that owns the key (SCRIPT LOAD
-   * could reach another node). A call its caller has given up on is not sent again.
+   * Runs a script with `args` as EVALSHA takes them (`['EVALSHA', sha, numkeys, ...]`),
+   * started at `now` (`performance.now()`). If Redis answers NOSCRIPT (a restart, a
+   * failover, `SCRIPT FLUSH`), the same call is sent again as EVAL, which caches the
+   * script on the node that owns the key (SCRIPT LOAD could reach another node). A call
+   * its caller has given up on is not sent again.
    */
-  script(script: Script, args: string[], key: string): Promise<unknown> {
-    return this.#run(args, key, script)
+  script(script: Script, args: string[], key: string, now: number): Promise<unknown> {
+    return this.#run(args, key, script, now)
   }
 
-  #run(args: string[], key: string | undefined, script: Script | undefined): Promise<unknown> {
+  #run(
+    args: string[],
+    key: string | undefined,
+    script: Script | undefined,
+    now: number,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const pending = this.#timer.start(() => reject(timeoutError(this.#timer.ms)))
-      const answered = (reply: unknown) => {
-        if (pending.done) return
-        pending.done = true
-        resolve(reply)
-      }
-      const failed = (error: unknown) => {
-        if (pending.done) return
-        if (script !== undefined && args[0] === 'EVALSHA' && isNoScript(error)) {
-          args[0] = 'EVAL'
-          args[1] = script.source
-          this.#sendNow(args, key).then(answered, failed)
-          return
-        }
-        pending.done = true
-        reject(toStoreError(error))
-      }
+      const call = new Call(this.#send, this.#timer, args, key, script, resolve, reject, now)
       const connecting = this.#connection.connecting()
-      if (connecting === undefined) {
-        this.#sendNow(args, key).then(answered, failed)
-      } else {
-        connecting.then(() => {
-          if (!pending.done) this.#sendNow(args, key).then(answered, failed)
-        })
-      }
+      if (connecting === undefined) call.send()
+      else connecting.then(() => call.done || call.send())
     })
   }
+}
 
-  // A client that throws instead of rejecting, or answers without a promise, still
-  // settles the call.
-  #sendNow(args: string[], key: string | undefined): PromiseLike<unknown> {
+/** One call in flight. A class, so that its handlers are made once, not per call. */
+class Call implements Pending {
+  readonly deadline: number
+  done = false
+  readonly #send: SendCommand
+  readonly #timer: CallTimer
+  readonly #args: string[]
+  readonly #key: string | undefined
+  readonly #script: Script | undefined
+  readonly #resolve: (reply: unknown) => void
+  readonly #reject: (error: unknown) => void
+
+  constructor(
+    send: SendCommand,
+    timer: CallTimer,
+    args: string[],
+    key: string | undefined,
+    script: Script | undefined,
+    resolve: (reply: unknown) => void,
+    reject: (error: unknown) => void,
+    now: number,
+  ) {
+    this.#send = send
+    this.#timer = timer
+    this.#args = args
+    this.#key = key
+    this.#script = script
+    this.#resolve = resolve
+    this.#reject = reject
+    this.deadline = now + timer.ms
+    timer.watch(this)
+  }
+
+  onTimeout(): void {
+    this.#reject(timeoutError(this.#timer.ms))
+  }
+
+  send(): void {
+    let reply: PromiseLike<unknown>
+    // A client that throws instead of rejecting, or answers without a promise, still
+    // settles the call.
     try {
-      const reply = this.#send(args, key) as unknown
-      return typeof (reply as PromiseLike<unknown> | undefined)?.then === 'function'
-        ? (reply as PromiseLike<unknown>)
-        : Promise.resolve(reply)
+      const sent = this.#send(this.#args, this.#key) as unknown
+      reply =
+        typeof (sent as PromiseLike<unknown> | undefined)?.then === 'function'
+          ? (sent as PromiseLike<unknown>)
+          : Promise.resolve(sent)
     } catch (error) {
-      return Promise.reject(error)
+      reply = Promise.reject(error)
     }
+    reply.then(
+      (value) => {
+        if (this.#timer.settle(this)) this.#resolve(value)
+      },
+      (error) => this.#failed(error),
+    )
+  }
+
+  #failed(error: unknown): void {
+    if (this.done) return
+    const args = this.#args
+    if (this.#script !== undefined && args[0] === 'EVALSHA' && isNoScript(error)) {
+      args[0] = 'EVAL'
+      args[1] = this.#script.source
+      this.send()
+      return
+    }
+    if (this.#timer.settle(this)) this.#reject(toStoreError(error))
   }
 }
