@@ -18,11 +18,11 @@ const UNITS_US = [1, 10, 100, 1000]
 // time instead.
 const MAX_CYCLE = 2 ** 32
 const MIN_CYCLE = 2 ** 16
-// A token or leaky bucket's key lives up to eight intervals (at least 1 ms, at most a
+// A token or leaky bucket's key lives up to eight intervals (at least 1 s, at most a
 // minute) past the moment it is full again, so that a busy key moves its expiry once in
 // a while rather than on every take.
 const GRACE_INTERVALS = 8
-const GRACE_MIN_US = 1_000
+const GRACE_MIN_US = 1_000_000
 const GRACE_MAX_US = 60_000_000
 
 /** How one policy travels to the scripts: made once per policy and cached by the store. */
@@ -109,24 +109,17 @@ function fixedWindow(policy: Policy): { general: (number | string)[]; single: Si
   const m = 2 * limit + 1
   const cycle = Math.min(MAX_CYCLE, Math.floor((MAX_SAFE - 2 * limit) / m) - 1)
   if (cycle < 2) throw tooLarge(policy, `a fixed window's limit must be below 10^15`)
-  const fixed = [String(limit), String(m), String(windowUs), String(cycle)]
-  const [l, ms, w, c] = fixed as [string, string, string, string]
+  const [l, w] = [String(limit), String(windowUs)]
   return {
-    general: ['f', ...fixed, 0, 0],
+    general: ['f', limit, m, windowUs, cycle, 0, 0],
     single: {
       script: FIXED_WINDOW,
-      args: (key, cost, wantTime) => [
-        'EVALSHA',
-        FIXED_WINDOW.sha,
-        '1',
-        key,
-        cost,
-        l,
-        ms,
-        w,
-        c,
-        wantTime ? '1' : '0',
-      ],
+      // Every argument costs Redis a string to parse and a Lua string to make: the script
+      // derives m and the cycle itself, and the time flag is left out unless wanted.
+      args: (key, cost, wantTime) =>
+        wantTime
+          ? ['EVALSHA', FIXED_WINDOW.sha, '1', key, cost, l, w, '1']
+          : ['EVALSHA', FIXED_WINDOW.sha, '1', key, cost, l, w],
       alwaysTime: cycle < MIN_CYCLE,
       // The state: (window number mod cycle + 1) x m + count.
       decode(reply, nowUs) {
@@ -153,25 +146,15 @@ function slidingWindow(
     )
   }
   const cycle = Math.min(MAX_CYCLE, Math.floor(MAX_SAFE / (limit + 1)))
-  const numbers = [String(limit), String(windowUs), String(slots)]
-  const [l, w, s] = numbers as [string, string, string]
-  const k = String(cycle)
+  const [l, w, s] = [String(limit), String(windowUs), String(slots)]
   return {
-    general: ['s', ...numbers, 0, 0, 0],
+    general: ['s', limit, windowUs, slots, 0, 0, 0],
     single: {
       script: SLIDING_WINDOW,
-      args: (key, cost, wantTime) => [
-        'EVALSHA',
-        SLIDING_WINDOW.sha,
-        '1',
-        key,
-        cost,
-        l,
-        w,
-        s,
-        k,
-        wantTime ? '1' : '0',
-      ],
+      args: (key, cost, wantTime) =>
+        wantTime
+          ? ['EVALSHA', SLIDING_WINDOW.sha, '1', key, cost, l, w, s, '1']
+          : ['EVALSHA', SLIDING_WINDOW.sha, '1', key, cost, l, w, s],
       alwaysTime: cycle < MIN_CYCLE,
       // (generation mod cycle) x (limit + 1) + permits in the window.
       decode(reply, nowUs) {
@@ -215,35 +198,20 @@ function gcra(
     Math.max(GRACE_MIN_US, (GRACE_INTERVALS * windowUs) / limit),
   )
   const grace = Math.ceil(graceUs / unit)
-  const numbers = [
-    String(limit),
-    String(windowUnits),
-    String(capacity),
-    String(unit),
-    String(grace),
-  ]
-  const [l, w, c, u, g] = numbers as [string, string, string, string, string]
+  const [l, w, c, u] = [String(limit), String(windowUnits), String(capacity), String(unit)]
   return {
-    general: ['g', ...numbers, warmUpUs],
+    general: ['g', limit, windowUnits, capacity, unit, grace, warmUpUs],
     // Warm-up keeps the key's age too: the general script.
     single:
       warmUpUs !== 0
         ? undefined
         : {
             script: GCRA,
-            args: (key, cost, wantTime) => [
-              'EVALSHA',
-              GCRA.sha,
-              '1',
-              key,
-              cost,
-              l,
-              w,
-              c,
-              u,
-              g,
-              wantTime ? '1' : '0',
-            ],
+            // The script works out the grace itself, when it moves the expiry.
+            args: (key, cost, wantTime) =>
+              wantTime
+                ? ['EVALSHA', GCRA.sha, '1', key, cost, l, w, c, u, '1']
+                : ['EVALSHA', GCRA.sha, '1', key, cost, l, w, c, u],
             alwaysTime: false,
             // The debt after the take, in ticks of 1/limit unit.
             decode(debt, nowUs) {

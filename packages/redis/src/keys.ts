@@ -33,19 +33,20 @@ export function keyTag(prefix: string, clientKey: string): string {
 }
 
 /**
- * What follows the tag for one policy: `:<name>:<digest>`, the digest being ten base64url
- * characters of the SHA-256 of the policy's id (its name and every number of its spec).
- * State belongs to name and spec together (issue 10: two unnamed middlewares once shared
- * `prefix{ip}:default`), and the digest keeps key names short however long the spec.
+ * What follows the tag for one policy: `:<digest>`, ten base64url characters of the
+ * SHA-256 of the policy's id (its name and every number of its spec). State belongs to
+ * name and spec together (issue 10: two unnamed middlewares once shared
+ * `prefix{ip}:default`), and the digest keeps every key name short, however long the
+ * name (a default name such as `100-per-1m-token-bucket-burst-20` would be stored once per
+ * client key): {@link stateKey} finds a policy's key.
  *
  * @example
  * ```ts
- * policySuffix(policy) // ':api:Qm9sZGx5Xz'
+ * policySuffix(policy) // ':Qm9sZGx5Xz'
  * ```
  */
-export function policySuffix(policy: Pick<Policy, 'name' | 'id'>): string {
-  const digest = createHash('sha256').update(policy.id).digest('base64url').slice(0, 10)
-  return `:${policy.name}:${digest}`
+export function policySuffix(policy: Pick<Policy, 'id'>): string {
+  return `:${createHash('sha256').update(policy.id).digest('base64url').slice(0, 10)}`
 }
 
 /** Appended to a policy's key for its penalty's state (no digest ends with `!`). */
@@ -53,17 +54,13 @@ export const PENALTY_SUFFIX = '!block'
 
 /**
  * The Redis key holding one policy's state for one client key:
- * `<prefix>{<escaped client key>}:<policy name>:<digest of the policy id>`.
+ * `<prefix>{<escaped client key>}:<digest of the policy id>`.
  *
  * @example
  * ```ts
- * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:100-per-1m:3kTq0AZpXc'
+ * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:3kTq0AZpXc'
  * ```
  */
-export function stateKey(
-  prefix: string,
-  clientKey: string,
-  policy: Pick<Policy, 'name' | 'id'>,
-): string {
+export function stateKey(prefix: string, clientKey: string, policy: Pick<Policy, 'id'>): string {
   return keyTag(prefix, clientKey) + policySuffix(policy)
 }

@@ -11,13 +11,14 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '94d4fc29d4ce3c46b69aea44e0e32695ea485ac7',
+  sha: 'fc694a961b8fa3343b63b43dcf025502d828e023',
   source: `-- One take from one fixed-window policy: the common case, in the fewest Redis calls.
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, m (2 x limit + 1), window (us), cycle, want time (1 | 0)
+-- ARGV     cost, limit, window (us), and '1' when the reply must carry the time
 --
--- State: one integer, (window number mod cycle + 1) x m + count, that expires exactly when
+-- State: one integer, (window number mod cycle + 1) x m + count with m = 2 x limit + 1 and
+-- cycle the largest (up to 2^32) that keeps it below 2^53, that expires exactly when
 -- its window ends (PXAT). The expiry is what ends a window: while the key exists it holds
 -- the current window's count, so an admitted take in a running window is one INCRBY and
 -- needs no clock. m > 2 x limit keeps a count that a take pushed past the limit below the
@@ -29,7 +30,7 @@ export const FIXED_WINDOW: Script = {
 -- receipt, now us}.
 local n = ARGV[1] + 0
 local limit = ARGV[2] + 0
-local m = ARGV[3] + 0
+local m = 2 * limit + 1
 local taken = false
 local v
 if n <= limit then
@@ -37,7 +38,7 @@ if n <= limit then
   if v >= m then
     taken = v % m <= limit
     if taken then
-      if ARGV[6] == '0' then return v end
+      if not ARGV[4] then return v end
     else
       v = redis.call('DECRBY', KEYS[1], n)
     end
@@ -49,10 +50,12 @@ end
 -- Redis's own clock (us), so that application servers' clocks may disagree.
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
-local window = ARGV[4] + 0
+local window = ARGV[3] + 0
 local id = math.floor(now / window)
 local stop = (id + 1) * window
-local base = (id % ARGV[5] + 1) * m
+local cycle = math.floor((9007199254740991 - 2 * limit) / m) - 1
+if cycle > 4294967296 then cycle = 4294967296 end
+local base = (id % cycle + 1) * m
 local used = v - base
 if used < 0 or used > limit then
   -- No count of this window: INCRBY has just made the key, or it outlived its window.
@@ -75,19 +78,20 @@ return {0, limit - used, reset, retry, 0, now}
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: 'f423a8abb48b74678977058372b5901e4ee6118d',
+  sha: '96c3fe9c8d4cdc637d98e79abb296a5d89a76733',
   source: `-- One take from one token-bucket or leaky-bucket policy (GCRA, no warm-up).
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (units), capacity, unit (us), grace (units), want time
+-- ARGV     cost, limit, window (units), capacity, unit (us), and '1' when the reply must
+--          carry the time
 --
 -- State: three little-endian doubles, debt, written, expiry. Debt is how far the
 -- theoretical arrival time runs ahead of \`written\`, in ticks of 1/limit unit (a unit is
 -- 1 us, or coarser when capacity x window would pass 2^53 us): one interval is \`window\`
 -- ticks and the burst budget is capacity x window, so every quantity is an exact integer
 -- and 3 per second admits exactly 3 from a full bucket. The key expires at \`expiry\`, set
--- \`grace\` past the moment the debt is paid: a busy key overwrites its first 16 bytes and
--- moves its expiry only when the debt outgrows it.
+-- a grace of eight intervals (1 s to 1 min) past the moment the debt is paid: a busy key
+-- overwrites its first 16 bytes and moves its expiry only when the debt outgrows it.
 --
 -- Reply: the new debt (an integer) for an admitted take, unless the time is wanted;
 -- otherwise {admitted, remaining, reset us, retry us (-1: never), receipt, now us}.
@@ -125,11 +129,13 @@ local paid = at + math.ceil(debt / limit)
 if paid <= expiry then
   redis.call('SETRANGE', KEYS[1], 0, struct.pack('<dd', debt, at))
 else
-  expiry = paid + ARGV[6]
+  local grace = 8 * window * unit / limit
+  if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end
+  expiry = paid + math.ceil(grace / unit)
   redis.call('SET', KEYS[1], struct.pack('<ddd', debt, at, expiry), 'PXAT',
     math.ceil(expiry * unit / 1000))
 end
-if ARGV[7] == '0' then return debt end
+if not ARGV[6] then return debt end
 return {1, math.floor((tau - debt) / window), paid * unit - now, 0,
   math.floor(at * unit + debt * unit / limit), now}
 `,
@@ -558,11 +564,11 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '025a9551fd31cd237cf2cb7f588a7e472fc85d28',
+  sha: '6bec1f5f004ae8f710ba90652fa9066f34d82b9d',
   source: `-- One take from one sliding-window policy.
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (us), slots, cycle, want time (1 | 0)
+-- ARGV     cost, limit, window (us), slots, and '1' when the reply must carry the time
 --
 -- The window is cut into \`slots\` generations (slot numbers since the epoch); a permit
 -- counts until its generation has wholly left the window, so generations c - slots to c
@@ -574,8 +580,8 @@ export const SLIDING_WINDOW: Script = {
 -- one subtraction, and a take in the head generation rewrites \`total\` alone. The key
 -- expires when the head generation has left the window.
 --
--- Reply: (c mod cycle) x (limit + 1) + count for an admitted take in the head generation,
--- unless the time is wanted; otherwise {admitted, remaining, reset us, retry us (-1:
+-- Reply: (c mod cycle) x (limit + 1) + count for an admitted take in the head generation
+-- (cycle: the largest up to 2^32 that keeps it below 2^53), unless the time is wanted; otherwise {admitted, remaining, reset us, retry us (-1:
 -- never), receipt, now us}.
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
@@ -598,7 +604,11 @@ if first <= head then used = total - struct.unpack('<d', v, 17 + 8 * (first % ri
 
 if c == head and used + n <= limit then
   redis.call('SETRANGE', KEYS[1], 8, struct.pack('<d', total + n))
-  if ARGV[6] == '0' then return (c % ARGV[5]) * (limit + 1) + used + n end
+  if not ARGV[5] then
+    local cycle = math.floor(9007199254740991 / (limit + 1))
+    if cycle > 4294967296 then cycle = 4294967296 end
+    return (c % cycle) * (limit + 1) + used + n
+  end
 end
 
 -- Microseconds until generation g has wholly left the window.

@@ -1,9 +1,10 @@
 -- One take from one fixed-window policy: the common case, in the fewest Redis calls.
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, m (2 x limit + 1), window (us), cycle, want time (1 | 0)
+-- ARGV     cost, limit, window (us), and '1' when the reply must carry the time
 --
--- State: one integer, (window number mod cycle + 1) x m + count, that expires exactly when
+-- State: one integer, (window number mod cycle + 1) x m + count with m = 2 x limit + 1 and
+-- cycle the largest (up to 2^32) that keeps it below 2^53, that expires exactly when
 -- its window ends (PXAT). The expiry is what ends a window: while the key exists it holds
 -- the current window's count, so an admitted take in a running window is one INCRBY and
 -- needs no clock. m > 2 x limit keeps a count that a take pushed past the limit below the
@@ -15,7 +16,7 @@
 -- receipt, now us}.
 local n = ARGV[1] + 0
 local limit = ARGV[2] + 0
-local m = ARGV[3] + 0
+local m = 2 * limit + 1
 local taken = false
 local v
 if n <= limit then
@@ -23,7 +24,7 @@ if n <= limit then
   if v >= m then
     taken = v % m <= limit
     if taken then
-      if ARGV[6] == '0' then return v end
+      if not ARGV[4] then return v end
     else
       v = redis.call('DECRBY', KEYS[1], n)
     end
@@ -35,10 +36,12 @@ end
 -- Redis's own clock (us), so that application servers' clocks may disagree.
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
-local window = ARGV[4] + 0
+local window = ARGV[3] + 0
 local id = math.floor(now / window)
 local stop = (id + 1) * window
-local base = (id % ARGV[5] + 1) * m
+local cycle = math.floor((9007199254740991 - 2 * limit) / m) - 1
+if cycle > 4294967296 then cycle = 4294967296 end
+local base = (id % cycle + 1) * m
 local used = v - base
 if used < 0 or used > limit then
   -- No count of this window: INCRBY has just made the key, or it outlived its window.

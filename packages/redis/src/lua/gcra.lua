@@ -1,15 +1,16 @@
 -- One take from one token-bucket or leaky-bucket policy (GCRA, no warm-up).
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (units), capacity, unit (us), grace (units), want time
+-- ARGV     cost, limit, window (units), capacity, unit (us), and '1' when the reply must
+--          carry the time
 --
 -- State: three little-endian doubles, debt, written, expiry. Debt is how far the
 -- theoretical arrival time runs ahead of `written`, in ticks of 1/limit unit (a unit is
 -- 1 us, or coarser when capacity x window would pass 2^53 us): one interval is `window`
 -- ticks and the burst budget is capacity x window, so every quantity is an exact integer
 -- and 3 per second admits exactly 3 from a full bucket. The key expires at `expiry`, set
--- `grace` past the moment the debt is paid: a busy key overwrites its first 16 bytes and
--- moves its expiry only when the debt outgrows it.
+-- a grace of eight intervals (1 s to 1 min) past the moment the debt is paid: a busy key
+-- overwrites its first 16 bytes and moves its expiry only when the debt outgrows it.
 --
 -- Reply: the new debt (an integer) for an admitted take, unless the time is wanted;
 -- otherwise {admitted, remaining, reset us, retry us (-1: never), receipt, now us}.
@@ -47,10 +48,12 @@ local paid = at + math.ceil(debt / limit)
 if paid <= expiry then
   redis.call('SETRANGE', KEYS[1], 0, struct.pack('<dd', debt, at))
 else
-  expiry = paid + ARGV[6]
+  local grace = 8 * window * unit / limit
+  if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end
+  expiry = paid + math.ceil(grace / unit)
   redis.call('SET', KEYS[1], struct.pack('<ddd', debt, at, expiry), 'PXAT',
     math.ceil(expiry * unit / 1000))
 end
-if ARGV[7] == '0' then return debt end
+if not ARGV[6] then return debt end
 return {1, math.floor((tau - debt) / window), paid * unit - now, 0,
   math.floor(at * unit + debt * unit / limit), now}

@@ -1,7 +1,7 @@
 -- One take from one sliding-window policy.
 --
 -- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (us), slots, cycle, want time (1 | 0)
+-- ARGV     cost, limit, window (us), slots, and '1' when the reply must carry the time
 --
 -- The window is cut into `slots` generations (slot numbers since the epoch); a permit
 -- counts until its generation has wholly left the window, so generations c - slots to c
@@ -13,8 +13,8 @@
 -- one subtraction, and a take in the head generation rewrites `total` alone. The key
 -- expires when the head generation has left the window.
 --
--- Reply: (c mod cycle) x (limit + 1) + count for an admitted take in the head generation,
--- unless the time is wanted; otherwise {admitted, remaining, reset us, retry us (-1:
+-- Reply: (c mod cycle) x (limit + 1) + count for an admitted take in the head generation
+-- (cycle: the largest up to 2^32 that keeps it below 2^53), unless the time is wanted; otherwise {admitted, remaining, reset us, retry us (-1:
 -- never), receipt, now us}.
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
@@ -37,7 +37,11 @@ if first <= head then used = total - struct.unpack('<d', v, 17 + 8 * (first % ri
 
 if c == head and used + n <= limit then
   redis.call('SETRANGE', KEYS[1], 8, struct.pack('<d', total + n))
-  if ARGV[6] == '0' then return (c % ARGV[5]) * (limit + 1) + used + n end
+  if not ARGV[5] then
+    local cycle = math.floor(9007199254740991 / (limit + 1))
+    if cycle > 4294967296 then cycle = 4294967296 end
+    return (c % cycle) * (limit + 1) + used + n
+  end
 end
 
 -- Microseconds until generation g has wholly left the window.
