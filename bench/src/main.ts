@@ -18,6 +18,7 @@ import type { HeapLine } from './heap'
 import { runHttp } from './http'
 import { describeMachine, measuredVersions, sluiceRevision } from './machine'
 import type { ProfileSummary } from './profile'
+import { runRedisBench } from './redis/run'
 import { renderReport } from './report'
 import { evaluateTargets, HTTP_FRACTION } from './targets'
 
@@ -44,6 +45,9 @@ async function main(): Promise<void> {
 
   log(`\n[${elapsed()}] HTTP overhead`)
   const http = await runHttp(log, { profileBelow: HTTP_FRACTION })
+
+  log(`\n[${elapsed()}] Redis store`)
+  const redis = await runRedisBench(log)
 
   const targets = evaluateTargets({ decision, http })
   const cpu = new Map<string, ProfileSummary>()
@@ -79,6 +83,7 @@ async function main(): Promise<void> {
     http,
     targets,
     evidence: { cpu, heap },
+    redis,
   })
   writeFileSync(RESULTS, markdown)
 

@@ -7,6 +7,8 @@ import type { AppResult } from './http'
 import { PEER_MIDDLEWARE, SLUICE_ADAPTER } from './http-apps'
 import type { Machine } from './machine'
 import type { ProfileComparison, ProfileSummary } from './profile'
+import { renderRedisSection } from './redis/report'
+import type { RedisBenchResult } from './redis/run'
 import type { Summary } from './stats'
 import { type Evidences, ratioText, type TargetRow } from './targets'
 
@@ -23,6 +25,8 @@ export interface BenchReport {
   readonly http: readonly AppResult[]
   readonly targets: readonly TargetRow[]
   readonly evidence: Evidences
+  /** The Redis store against its peers (`bench/src/redis`); undefined without redis-server. */
+  readonly redis?: RedisBenchResult | undefined
 }
 
 const fixed = (digits: number) => (n: number) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a')
@@ -307,6 +311,14 @@ export function renderReport(report: BenchReport): string {
     'How time was simulated: sluice limiters take a `clock`, so each runs on a `ManualClock` set to every request time. The floor and the peers read `Date.now()` (express-rate-limit, hono-rate-limiter, rate-limiter-flexible), `process.hrtime()` (koa-ratelimit, which also reads its time base once at load, so it is loaded afresh inside the fake clock) or `performance.now()` (limiter, the floor), and expire state with `setTimeout`/`setInterval`; they run under @sinonjs/fake-timers with all of those faked, starting on a whole second, and the clock is ticked to each request time, so their timers fire in order exactly as they would in real time. No real time passes, so the numbers are exact and repeatable.',
   )
   out.push('')
+  out.push(
+    renderRedisSection(report.redis, {
+      writtenBy: 'pnpm bench',
+      when: report.startedAt,
+      machine: 'the machine above',
+    }),
+    '',
+  )
   out.push('## Why targets were missed')
   out.push('')
   out.push(evidenceSection(report))
