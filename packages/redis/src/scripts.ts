@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: 'fc694a961b8fa3343b63b43dcf025502d828e023',
+  sha: '7684503d9c8b88a7ce7b7baacf8efbdbd6fe8c39',
   source: `-- One take from one fixed-window policy: the common case, in the fewest Redis calls.
 --
 -- KEYS[1]  the policy's state for one client key
@@ -34,7 +34,8 @@ local m = 2 * limit + 1
 local taken = false
 local v
 if n <= limit then
-  v = redis.call('INCRBY', KEYS[1], n)
+  -- The cost as sent: a Lua number would be printed back into a string for INCRBY.
+  v = redis.call('INCRBY', KEYS[1], ARGV[1])
   if v >= m then
     taken = v % m <= limit
     if taken then
@@ -78,7 +79,7 @@ return {0, limit - used, reset, retry, 0, now}
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '96c3fe9c8d4cdc637d98e79abb296a5d89a76733',
+  sha: '95b749808a90d352f3cd00c35fc8f38e0731d628',
   source: `-- One take from one token-bucket or leaky-bucket policy (GCRA, no warm-up).
 --
 -- KEYS[1]  the policy's state for one client key
@@ -127,7 +128,7 @@ end
 debt = debt + cost
 local paid = at + math.ceil(debt / limit)
 if paid <= expiry then
-  redis.call('SETRANGE', KEYS[1], 0, struct.pack('<dd', debt, at))
+  redis.call('SETRANGE', KEYS[1], '0', struct.pack('<dd', debt, at))
 else
   local grace = 8 * window * unit / limit
   if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end
@@ -564,7 +565,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '6bec1f5f004ae8f710ba90652fa9066f34d82b9d',
+  sha: '3e9a705d70a7f29471a177d2e1764bf1de303834',
   source: `-- One take from one sliding-window policy.
 --
 -- KEYS[1]  the policy's state for one client key
@@ -603,7 +604,7 @@ local used = 0
 if first <= head then used = total - struct.unpack('<d', v, 17 + 8 * (first % ring)) end
 
 if c == head and used + n <= limit then
-  redis.call('SETRANGE', KEYS[1], 8, struct.pack('<d', total + n))
+  redis.call('SETRANGE', KEYS[1], '8', struct.pack('<d', total + n))
   if not ARGV[5] then
     local cycle = math.floor(9007199254740991 / (limit + 1))
     if cycle > 4294967296 then cycle = 4294967296 end

@@ -20,7 +20,8 @@ local m = 2 * limit + 1
 local taken = false
 local v
 if n <= limit then
-  v = redis.call('INCRBY', KEYS[1], n)
+  -- The cost as sent: a Lua number would be printed back into a string for INCRBY.
+  v = redis.call('INCRBY', KEYS[1], ARGV[1])
   if v >= m then
     taken = v % m <= limit
     if taken then

@@ -46,7 +46,7 @@ end
 debt = debt + cost
 local paid = at + math.ceil(debt / limit)
 if paid <= expiry then
-  redis.call('SETRANGE', KEYS[1], 0, struct.pack('<dd', debt, at))
+  redis.call('SETRANGE', KEYS[1], '0', struct.pack('<dd', debt, at))
 else
   local grace = 8 * window * unit / limit
   if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end

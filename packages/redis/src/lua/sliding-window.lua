@@ -36,7 +36,7 @@ local used = 0
 if first <= head then used = total - struct.unpack('<d', v, 17 + 8 * (first % ring)) end
 
 if c == head and used + n <= limit then
-  redis.call('SETRANGE', KEYS[1], 8, struct.pack('<d', total + n))
+  redis.call('SETRANGE', KEYS[1], '8', struct.pack('<d', total + n))
   if not ARGV[5] then
     local cycle = math.floor(9007199254740991 / (limit + 1))
     if cycle > 4294967296 then cycle = 4294967296 end
