@@ -36,6 +36,7 @@ interface IoRedisCluster {
   /** Per slot, the node keys (`host:port`) serving it, master first. */
   readonly slots: readonly (readonly string[] | undefined)[]
   nodes(role: 'master'): RedisClient[]
+  refreshSlotsCache?(): void
 }
 
 function asIoRedisCluster(client: RedisClient): IoRedisCluster | undefined {
@@ -58,6 +59,12 @@ export interface Topology {
   shardOf(key: string): string
   /** A `SendCommand` for each master (the client itself off a Cluster): what `resetAll` scans. */
   masters(): SendCommand[]
+  /**
+   * Asks the client to read the cluster's slots again. A hung master answers nothing, so
+   * nothing tells ioredis its replica was promoted (it reads the slots every 5 s, or on a
+   * MOVED): a probe that failed asks for it.
+   */
+  refresh(): void
 }
 
 const ONE_SHARD = 'redis'
@@ -68,9 +75,12 @@ const ONE_SHARD = 'redis'
  */
 export function topologyOf(client: RedisClient, send: SendCommand): Topology {
   const cluster = asIoRedisCluster(client)
-  if (cluster === undefined) return { shardOf: () => ONE_SHARD, masters: () => [send] }
+  if (cluster === undefined) {
+    return { shardOf: () => ONE_SHARD, masters: () => [send], refresh: () => {} }
+  }
   return {
     shardOf: (key) => cluster.slots[hashSlot(key)]?.[0] ?? ONE_SHARD,
     masters: () => cluster.nodes('master').map((node) => toSendCommand(node)),
+    refresh: () => cluster.refreshSlotsCache?.(),
   }
 }

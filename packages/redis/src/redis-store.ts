@@ -141,7 +141,11 @@ class RedisBackedStore implements RedisStore {
     this.#topology = topologyOf(settings.client, settings.send)
     this.#health = new Health(
       {
-        probe: (key) => this.#runner.call(['EXISTS', key], key),
+        probe: (key) =>
+          this.#runner.call(['EXISTS', key], key).catch((error: unknown) => {
+            this.#topology.refresh()
+            throw error
+          }),
         live: () => !this.#connection.ended(),
         down: (error) => this.#reportFailure(error),
         up: () => this.#reportRecovery(),
