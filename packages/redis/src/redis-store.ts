@@ -13,7 +13,6 @@ import { hashSlot, type Topology, topologyOf } from './cluster'
 import {
   decodeGeneral,
   decodeSingle,
-  type GeneralOp,
   generalArgs,
   generalKeys,
   leaseMember,
@@ -166,10 +165,10 @@ class RedisBackedStore implements RedisStore {
       if (policies.length === 1) {
         const plan = this.#plan(policies[0]!)
         if (plan.single !== undefined) return this.#takeOne(key, plan, cost, false)
-        return this.#takeMany(key, [plan], cost, true)
+        return this.#takeMany(key, [plan], cost, false)
       }
       if (policies.length === 0) return Promise.resolve(EMPTY)
-      return this.#takeMany(key, this.#plansOf(policies), cost, true)
+      return this.#takeMany(key, this.#plansOf(policies), cost, false)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -214,7 +213,7 @@ class RedisBackedStore implements RedisStore {
     key: string,
     plans: readonly PolicyPlan[],
     cost: number,
-    deadline: boolean,
+    retried: boolean,
   ): Promise<TakeResult> {
     const tag = keyTag(this.#prefix, key)
     const keys = generalKeys(tag, plans)
@@ -226,7 +225,7 @@ class RedisBackedStore implements RedisStore {
     const timeoutMs = this.#runner.timeoutMs
     const sentAt = performance.now()
     const deadlineUs =
-      leases.length !== 0 && deadline
+      leases.length !== 0 && !retried
         ? this.#clock.nowUs(sentAt) + (timeoutMs + DEADLINE_SLACK_MS) * 1000
         : 0
     const since = this.#health.episode
@@ -251,8 +250,8 @@ class RedisBackedStore implements RedisStore {
         )
       }
       this.#scheduleFlush()
-      if (isWrongType(error) && deadline && (await this.#clear(keys))) {
-        return this.#takeMany(key, plans, cost, false)
+      if (!retried && isWrongType(error) && (await this.#clear(keys))) {
+        return this.#takeMany(key, plans, cost, true)
       }
       this.#failed(error, keys[0]!, since)
       return this.#fallbackTake(key, policiesOf(plans), cost)
@@ -260,7 +259,7 @@ class RedisBackedStore implements RedisStore {
     this.#clock.sample(reply.now, sentAt, performance.now())
     // Past the deadline by Redis's clock, though this caller is still waiting: the
     // estimate of that clock was off (a node whose clock runs ahead). Once more, without.
-    if (reply.taken === -1) return this.#takeMany(key, plans, cost, false)
+    if (reply.taken === -1) return this.#takeMany(key, plans, cost, true)
     return { allowed: reply.taken === 1, results: reply.results }
   }
 
@@ -337,7 +336,9 @@ class RedisBackedStore implements RedisStore {
     if (!(this.#health.anyDown && this.#isDown(keys[0]!))) {
       const since = this.#health.episode
       try {
-        return (await this.#general('get', keys, plans)).results
+        const args = generalArgs('get', keys, plans, 1, '', 0)
+        const reply = await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
+        return decodeGeneral(reply, plans, 1, '').results
       } catch (error) {
         this.#failed(error, keys[0]!, since)
       }
@@ -425,17 +426,6 @@ class RedisBackedStore implements RedisStore {
       }
     }
     return plans
-  }
-
-  #general(
-    op: GeneralOp,
-    keys: readonly string[],
-    plans: readonly PolicyPlan[],
-  ): Promise<ReturnType<typeof decodeGeneral>> {
-    const args = generalArgs(op, keys, plans, 1, '', 0)
-    return this.#runner
-      .script(GENERAL, args, keys[0]!, performance.now())
-      .then((reply) => decodeGeneral(reply, plans, 1, ''))
   }
 
   #isDown(redisKey: string): boolean {

@@ -145,7 +145,7 @@ return {1, math.floor((tau - debt) / window), paid * unit - now, 0,
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '91315a9264a805cfc3f26396051e488e2eeba409',
+  sha: '668756b8a1427fc22c9ab7b1453dc72d763fb4e3',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- warm-up and concurrency policies, penalties, refunds and reads. It keeps the same state
 -- as fixed-window.lua, gcra.lua and sliding-window.lua (see them for the layouts), so
@@ -414,7 +414,7 @@ local function take(s, k)
     -- keeps it one lease.
     redis.call('ZREMRANGEBYSCORE', s.key, '-inf', now)
     local e = now + s.ttl
-    redis.call('ZADD', s.key, 'NX', e, k .. ':' .. ARGV[3])
+    redis.call('ZADD', s.key, 'NX', e, string.format('%d:%s', k, ARGV[3]))
     s.held = s.held + k
     if e > s.last then s.last = e end
     redis.call('PEXPIREAT', s.key, ceil(s.last / 1000))

@@ -266,7 +266,7 @@ local function take(s, k)
     -- keeps it one lease.
     redis.call('ZREMRANGEBYSCORE', s.key, '-inf', now)
     local e = now + s.ttl
-    redis.call('ZADD', s.key, 'NX', e, k .. ':' .. ARGV[3])
+    redis.call('ZADD', s.key, 'NX', e, string.format('%d:%s', k, ARGV[3]))
     s.held = s.held + k
     if e > s.last then s.last = e end
     redis.call('PEXPIREAT', s.key, ceil(s.last / 1000))
