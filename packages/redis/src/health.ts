@@ -20,7 +20,6 @@ interface ShardState {
   readonly error: RedisStoreError
   /** Set once a probe failed too: from then on the failure is an outage, reported. */
   confirmed: boolean
-  timer: ReturnType<typeof setTimeout> | undefined
 }
 
 /**
@@ -67,13 +66,12 @@ export class Health {
   /** Reports a failed call on `shard` that started in episode `since`. */
   fail(shard: string, key: string, error: RedisStoreError, since: number): void {
     if (since !== this.episode || this.#down.has(shard)) return
-    const state: ShardState = { key, error, confirmed: false, timer: undefined }
+    const state: ShardState = { key, error, confirmed: false }
     this.#down.set(shard, state)
     this.#probe(shard, state)
   }
 
   #probe(shard: string, state: ShardState): void {
-    state.timer = undefined
     this.#hooks.probe(state.key).then(
       () => this.#recover(shard, state),
       () => {
@@ -83,8 +81,7 @@ export class Health {
           if (++this.#confirmed === 1) this.#hooks.down(state.error)
         }
         if (!this.#hooks.live()) return
-        state.timer = setTimeout(() => this.#probe(shard, state), this.#probeMs)
-        state.timer.unref?.()
+        setTimeout(() => this.#probe(shard, state), this.#probeMs).unref?.()
       },
     )
   }
