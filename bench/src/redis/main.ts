@@ -4,6 +4,7 @@
  * the rest of the file as `pnpm bench` wrote it.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { describeMachine } from '../machine'
 import { REDIS_SECTION_END, REDIS_SECTION_START, renderRedisSection } from './report'
@@ -19,7 +20,7 @@ async function main(): Promise<void> {
   const section = renderRedisSection(result, {
     writtenBy: 'pnpm bench:redis',
     when,
-    machine: `${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverage.toFixed(2)} at start`,
+    machine: `${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverage.toFixed(2)} at start and ${(os.loadavg()[0] ?? 0).toFixed(2)} at end`,
   })
   const current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# sluice benchmarks\n'
   const start = current.indexOf(REDIS_SECTION_START)
