@@ -16,6 +16,8 @@ export interface TestCluster {
   readonly nodes: readonly ClusterNode[]
   /** The node that serves `key`'s slot as master now, as a live node sees it. */
   masterOf(key: string): Promise<ClusterNode>
+  /** The nodes that serve slots as masters now. */
+  masters(): Promise<ClusterNode[]>
   /** An ioredis Cluster client on it, closed with the cluster. */
   client(options?: ClusterOptions): Promise<Cluster>
   /** A plain connection to one node, closed with the cluster. */
@@ -41,10 +43,17 @@ export const CLUSTER_OPTIONS: ClusterOptions = {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-async function until(what: string, ms: number, done: () => Promise<boolean>): Promise<void> {
+async function until(
+  what: string,
+  ms: number,
+  done: () => Promise<boolean>,
+  state: () => string = () => '',
+): Promise<void> {
   const deadline = performance.now() + ms
   while (!(await done().catch(() => false))) {
-    if (performance.now() > deadline) throw new Error(`cluster: ${what} within ${ms} ms`)
+    if (performance.now() > deadline) {
+      throw new Error(`cluster: ${what} within ${ms} ms${state() ? `; last seen: ${state()}` : ''}`)
+    }
     await sleep(50)
   }
 }
@@ -148,6 +157,20 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
         admin.disconnect()
       }
     },
+    async masters() {
+      const admin = connect(live()[0]!.port)
+      try {
+        const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [
+          number,
+          number,
+          [string, number],
+        ][]
+        const ports = new Set(ranges.map((range) => range[2][1]))
+        return nodes.filter((node) => ports.has(node.port))
+      } finally {
+        admin.disconnect()
+      }
+    },
     async client(options = {}) {
       const client = new Cluster(
         live().map((node) => ({ host: '127.0.0.1', port: node.port })),
@@ -160,28 +183,38 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
     },
     connect: (node) => connect(node.port),
     async settle(ms = 30_000) {
-      await until('every node agrees and is ok', ms, async () => {
-        const alive = live().map((node) => connect(node.port))
-        try {
-          const infos = await Promise.all(alive.map((a) => a.call('CLUSTER', 'INFO')))
-          if (!infos.every((info) => String(info).includes('cluster_state:ok'))) return false
-          const views = await Promise.all(alive.map((a) => a.call('CLUSTER', 'SLOTS')))
-          const owners = views.map((view) =>
-            JSON.stringify(
-              (view as [number, number, [string, number]][])
-                .map(([from, to, master]) => [from, to, master[1]])
-                .sort((a, b) => Number(a[0]) - Number(b[0])),
-            ),
-          )
-          const masterPorts = JSON.parse(owners[0]!) as [number, number, number][]
-          const aliveMasters = masterPorts.every(([, , port]) =>
-            live().some((n) => n.port === port),
-          )
-          return aliveMasters && owners.every((o) => o === owners[0])
-        } finally {
-          for (const a of alive) a.disconnect()
-        }
-      })
+      let seen = ''
+      await until(
+        'every node agrees and is ok',
+        ms,
+        async () => {
+          const alive = live().map((node) => connect(node.port))
+          try {
+            const infos = await Promise.all(alive.map((a) => a.call('CLUSTER', 'INFO')))
+            seen = alive
+              .map((a, i) => `${a.options.port} ${/cluster_state:\w+/.exec(String(infos[i]))?.[0]}`)
+              .join(', ')
+            if (!infos.every((info) => String(info).includes('cluster_state:ok'))) return false
+            const views = await Promise.all(alive.map((a) => a.call('CLUSTER', 'SLOTS')))
+            const owners = views.map((view) =>
+              JSON.stringify(
+                (view as [number, number, [string, number]][])
+                  .map(([from, to, master]) => [from, to, master[1]])
+                  .sort((a, b) => Number(a[0]) - Number(b[0])),
+              ),
+            )
+            seen += `; slots: ${owners.join(' | ')}`
+            const masterPorts = JSON.parse(owners[0]!) as [number, number, number][]
+            const aliveMasters = masterPorts.every(([, , port]) =>
+              live().some((n) => n.port === port),
+            )
+            return aliveMasters && owners.every((o) => o === owners[0])
+          } finally {
+            for (const a of alive) a.disconnect()
+          }
+        },
+        () => seen,
+      )
     },
     async stop() {
       await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())))
