@@ -19,6 +19,7 @@ import type { HeapLine } from './heap'
 import { runHttp } from './http'
 import { describeMachine, measuredVersions, sluiceRevision } from './machine'
 import type { ProfileSummary } from './profile'
+import { runRedisBench } from './redis/run'
 import { renderReport } from './report'
 import { evaluateTargets, HTTP_FRACTION } from './targets'
 
@@ -60,6 +61,9 @@ async function main(): Promise<void> {
     http = await runHttp(log, { profileBelow: HTTP_FRACTION })
   }
 
+  log(`\n[${elapsed()}] Redis store`)
+  const redis = await runRedisBench(log)
+
   const targets = evaluateTargets({ decision, http })
   const cpu = new Map<string, ProfileSummary>()
   const heap = new Map<string, readonly HeapLine[]>()
@@ -100,6 +104,7 @@ async function main(): Promise<void> {
     http,
     targets,
     evidence: { cpu, heap },
+    redis,
   })
   // A partial run (BENCH_SECTIONS, BENCH_SCENARIOS, ...) would overwrite the full one.
   const partial = [

@@ -9,6 +9,8 @@ import type { AppResult } from './http'
 import { PEER_MIDDLEWARE, SLUICE_ADAPTER } from './http-apps'
 import type { Machine } from './machine'
 import type { ProfileComparison, ProfileSummary } from './profile'
+import { renderRedisSection } from './redis/report'
+import type { RedisBenchResult } from './redis/run'
 import type { Summary } from './stats'
 import { pairedRatio } from './stats'
 import { type Evidences, largestKeyed, ratioText, type TargetRow } from './targets'
@@ -27,6 +29,8 @@ export interface BenchReport {
   readonly http: readonly AppResult[]
   readonly targets: readonly TargetRow[]
   readonly evidence: Evidences
+  /** The Redis store against its peers (`bench/src/redis`); undefined without redis-server. */
+  readonly redis?: RedisBenchResult | undefined
 }
 
 const fixed = (digits: number) => (n: number) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a')
@@ -373,6 +377,14 @@ export function renderReport(report: BenchReport): string {
     report.adaptive === undefined
       ? 'Not measured in this run.\n'
       : renderAdaptiveSection(report.adaptive),
+  )
+  out.push(
+    renderRedisSection(report.redis, {
+      writtenBy: 'pnpm bench',
+      when: report.startedAt,
+      machine: 'the machine above',
+    }),
+    '',
   )
   out.push('## Why targets were missed')
   out.push('')

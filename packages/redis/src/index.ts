@@ -7,11 +7,7 @@
  * @module \@sluice/redis
  */
 export type { IoRedisLike, NodeRedisLike, RedisClient, SendCommand } from './client'
+export { RedisStoreError } from './errors'
 export { escapeKey, stateKey } from './keys'
-export {
-  type OnError,
-  type RedisStore,
-  RedisStoreError,
-  type RedisStoreOptions,
-  redisStore,
-} from './redis-store'
+export type { OnError, RedisStoreOptions } from './options'
+export { type RedisStore, redisStore } from './redis-store'

@@ -2,6 +2,8 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { escapeKey, stateKey } from './keys'
 
+const named = (name: string) => ({ name, id: `${name}|fixed-window:1:1000` })
+
 /** Redis Cluster's rule: the hash tag is between the first `{` and the first `}` after it. */
 function hashTag(key: string): string | undefined {
   const open = key.indexOf('{')
@@ -35,8 +37,17 @@ describe('escapeKey', () => {
 })
 
 describe('stateKey', () => {
-  it('lays out <prefix>{<client key>}:<policy>', () => {
-    expect(stateKey('sluice:', '203.0.113.7', 'default')).toBe('sluice:{203.0.113.7}:default')
+  it('lays out <prefix>{<client key>}:<digest of the policy id>', () => {
+    expect(stateKey('sluice:', '203.0.113.7', named('default'))).toMatch(
+      /^sluice:\{203\.0\.113\.7\}:[\w-]{10}$/,
+    )
+  })
+
+  it('keeps policies that share a name apart by their id (issue 10)', () => {
+    const fixed = { name: 'default', id: 'default|fixed-window:100:60000' }
+    const sliding = { name: 'default', id: 'default|sliding-window:100:60000:10' }
+    expect(stateKey('p:', 'ip', fixed)).not.toBe(stateKey('p:', 'ip', sliding))
+    expect(stateKey('p:', 'ip', fixed)).toBe(stateKey('p:', 'ip', { ...fixed }))
   })
 
   it('gives every policy of one client key the same hash tag, whatever the key holds', () => {
@@ -46,9 +57,9 @@ describe('stateKey', () => {
         fc.string({ minLength: 1 }),
         fc.string({ minLength: 1 }),
         (clientKey, p1, p2) => {
-          const tag = hashTag(stateKey('sluice:', clientKey, p1))
+          const tag = hashTag(stateKey('sluice:', clientKey, named(p1)))
           expect(tag).toBe(escapeKey(clientKey))
-          expect(hashTag(stateKey('sluice:', clientKey, p2))).toBe(tag)
+          expect(hashTag(stateKey('sluice:', clientKey, named(p2)))).toBe(tag)
         },
       ),
     )
@@ -56,7 +67,7 @@ describe('stateKey', () => {
 
   it('keeps client keys that mimic the layout apart', () => {
     const tricky = ['a', 'a}', '{a}', 'a}:p', 'sluice:a', 'sluice:{a}:p', '}', '{', ':', '']
-    const keys = tricky.map((clientKey) => stateKey('sluice:', clientKey, 'p'))
+    const keys = tricky.map((clientKey) => stateKey('sluice:', clientKey, named('p')))
     expect(new Set(keys).size).toBe(tricky.length)
   })
 })

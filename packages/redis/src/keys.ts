@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto'
+import type { Policy } from '@sluice/http'
+
 /**
  * Escapes a client key for use inside a Redis Cluster hash tag. `}` would end the tag early
  * (and let a client key pick another key's slot or name), so it is percent-encoded, along
@@ -6,21 +9,58 @@
  * spreading one decision's keys over several slots.
  *
  * @example
+ * ```ts
  * escapeKey('a}b') // 'a%7Db'
+ * ```
  */
 export function escapeKey(key: string): string {
   if (key === '') return '%'
+  if (!/[%{}]/.test(key)) return key
   return key.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'))
 }
 
 /**
- * The Redis key holding one policy's state for one client key:
- * `<prefix>{<escaped client key>}:<policy name>`. Every key of one client key shares its
- * hash tag, so a decision over several policies touches one Cluster slot.
+ * The start of every Redis key of one client key: `<prefix>{<escaped client key>}`. All of
+ * them share the hash tag, so a decision over several policies touches one Cluster slot.
  *
  * @example
- * stateKey('sluice:', '203.0.113.7', 'default') // 'sluice:{203.0.113.7}:default'
+ * ```ts
+ * keyTag('sluice:', '203.0.113.7') // 'sluice:{203.0.113.7}'
+ * ```
  */
-export function stateKey(prefix: string, clientKey: string, policyName: string): string {
-  return `${prefix}{${escapeKey(clientKey)}}:${policyName}`
+export function keyTag(prefix: string, clientKey: string): string {
+  return `${prefix}{${escapeKey(clientKey)}}`
+}
+
+/**
+ * What follows the tag for one policy: `:<digest>`, ten base64url characters of the
+ * SHA-256 of the policy's id (its name and every number of its spec). State belongs to
+ * name and spec together (issue 10: two unnamed middlewares once shared
+ * `prefix{ip}:default`), and the digest keeps every key name short, however long the
+ * name (a default name such as `100-per-1m-token-bucket-burst-20` would be stored once per
+ * client key): {@link stateKey} finds a policy's key.
+ *
+ * @example
+ * ```ts
+ * policySuffix(policy) // ':Qm9sZGx5Xz'
+ * ```
+ */
+export function policySuffix(policy: Pick<Policy, 'id'>): string {
+  return `:${createHash('sha256').update(policy.id).digest('base64url').slice(0, 10)}`
+}
+
+/** Appended to a policy's key for its penalty's state (no digest ends with `!`). */
+export const PENALTY_SUFFIX = '!block'
+
+/**
+ * The Redis key holding one policy's state for one client key:
+ * `<prefix>{<escaped client key>}:<digest of the policy id>`.
+ *
+ * @example
+ * ```ts
+ * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:3kTq0AZpXc'
+ * ```
+ */
+export function stateKey(prefix: string, clientKey: string, policy: Pick<Policy, 'id'>): string {
+  return keyTag(prefix, clientKey) + policySuffix(policy)
 }

@@ -1,6 +1,7 @@
 import { memoryStore } from '@sluice/http'
 import { describe, expect, it } from 'vitest'
-import { type RedisStoreOptions, redisStore } from './redis-store'
+import type { RedisStoreOptions } from './options'
+import { redisStore } from './redis-store'
 
 // Construction-time validation needs no server: nothing is sent until the first call.
 const client = async () => 'OK'
@@ -33,8 +34,29 @@ describe('redisStore options', () => {
     ],
     [
       { local: { take: () => undefined } as never },
-      'redisStore: "local" must be a store (take, refund, release, get, reset), got an object',
+      'redisStore: "local" must be a store (take, refund, release, get, reset, resetAll), got an object',
     ],
+    // Issue 11: a misspelt name used to leave its default in force.
+    [
+      { onerror: 'deny' } as never,
+      'redisStore: unknown option "onerror" (did you mean "onError"?)',
+    ],
+    [{ timeOut: 100 } as never, 'redisStore: unknown option "timeOut" (did you mean "timeout"?)'],
+    [{ expiry: '1m' } as never, 'redisStore: unknown option "expiry"'],
+    // setTimeout would fire at once past 2^31 - 1 ms: every call would time out.
+    [
+      { timeout: '30d' },
+      'redisStore: "timeout" must be at most 2147483647 ms (about 24.8 days), got "30d"',
+    ],
+    [
+      { probeInterval: 2 ** 31 },
+      'redisStore: "probeInterval" must be at most 2147483647 ms (about 24.8 days), got 2147483648',
+    ],
+    [
+      { timeout: '2s', leaseTtl: '1s' },
+      'redisStore: "leaseTtl" must be longer than "timeout" (2000 ms), or a slot could expire before its take is answered, got "1s"',
+    ],
+    [{ prefix: 'x'.repeat(257) }, 'redisStore: "prefix" must be at most 256 characters'],
   ])('refuses %j', (options, message) => {
     const build = () => redisStore(options === null ? (null as never) : { client, ...options })
     expect(build).toThrow(message)

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { type Duration, parseDuration } from '@sluice/core'
+import { rangeError, typeError } from '@sluice/core/validation'
 import {
   type Lease,
   memoryStore,
@@ -8,106 +8,90 @@ import {
   type Store,
   type TakeResult,
 } from '@sluice/http'
-import { type RedisClient, toSendCommand } from './client'
-import { stateKey } from './keys'
-import { type EncodedPolicy, encodePolicy } from './policies'
-import { SCRIPT, SCRIPT_SHA } from './script'
-
-/**
- * What the store answers while Redis is unreachable: `'deny'` fails closed, `'allow'`
- * fails open, `'local'` keeps limiting per process.
- *
- * @example
- * const onError: OnError = process.env.NODE_ENV === 'production' ? 'local' : 'deny'
- */
-export type OnError = 'deny' | 'allow' | 'local'
-
-/**
- * Options of {@link redisStore}.
- *
- * @example
- * const options: RedisStoreOptions = { client: new Redis(), timeout: '250ms', onError: 'local' }
- */
-export interface RedisStoreOptions {
-  /** An ioredis client (standalone or Cluster), a node-redis v4+ client, or a `sendCommand` function. */
-  client: RedisClient
-  /** Prepended to every key. Must not contain `{` or `}` (they would break the hash tag). Default `'sluice:'`. */
-  prefix?: string
-  /** Longest wait for one Redis round trip before the call counts as failed. Default `'500ms'`. */
-  timeout?: Duration
-  /**
-   * While Redis fails: `'deny'` rejects every request, `'allow'` admits every request
-   * without counting, `'local'` counts in an in-memory store of this process. Default `'local'`.
-   */
-  onError?: OnError
-  /** Called once when Redis starts failing (not once per request). Default: one `console.warn`. */
-  onFailure?: (error: RedisStoreError) => void
-  /** Called once when Redis answers again after a failure. Default: one `console.warn`. */
-  onRecovery?: () => void
-  /**
-   * How long a concurrency slot is held at most: a process that crashes while holding one
-   * frees it after this long. Make it longer than your slowest request. Default `'1m'`.
-   */
-  leaseTtl?: Duration
-  /** While Redis fails, how often to check (PING) whether it is back. Default `'1s'`. */
-  probeInterval?: Duration
-  /** The store that answers with `onError: 'local'`. Default: `memoryStore()`. */
-  local?: Store
-}
+import { emitWarning, storeChannel } from '@sluice/http/adapter'
+import { hashSlot, type Topology, topologyOf } from './cluster'
+import {
+  decodeGeneral,
+  decodeSingle,
+  generalArgs,
+  generalKeys,
+  leaseMember,
+  type PolicyPlan,
+  planPolicy,
+} from './codec'
+import { type Connection, connectionOf } from './connection'
+import { isKeyLevel, isWrongType, type RedisStoreError, toStoreError } from './errors'
+import { Health } from './health'
+import { keyTag } from './keys'
+import {
+  FACTORY,
+  type OnError,
+  type RedisStoreOptions,
+  readStoreSettings,
+  type StoreSettings,
+} from './options'
+import { PendingReleases } from './pending-releases'
+import { RedisClock } from './redis-clock'
+import { ScriptRunner } from './script-runner'
+import { GENERAL } from './scripts'
 
 /**
  * A store whose state lives in Redis, shared by every process that uses the same Redis and
  * prefix. Every method answers with a promise.
  *
  * @example
+ * ```ts
  * const store: RedisStore = redisStore({ client: new Redis() })
  * app.get('/health', (req, res) => res.json({ redis: store.status }))
+ * ```
  */
 export interface RedisStore extends Store {
   take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
-  refund(key: string, policies: readonly Policy[], cost: number): Promise<void>
+  refund(
+    key: string,
+    policies: readonly Policy[],
+    cost: number,
+    receipts?: readonly (number | undefined)[],
+  ): Promise<void>
   release(key: string, policy: Policy, lease: Lease): Promise<void>
   get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
   reset(key: string, policies?: readonly Policy[]): Promise<void>
-  /** `'up'` while decisions go to Redis; `'down'` from a failure until a probe succeeds. */
+  /**
+   * Deletes every key under the store's prefix (`SCAN` in batches and `UNLINK`, never
+   * `KEYS`; on an ioredis Cluster, on every master), and forgets the `onError: 'local'`
+   * store's state. Rejects with a {@link RedisStoreError} when Redis fails.
+   */
+  resetAll(): Promise<void>
+  /**
+   * `'up'` while every decision goes to Redis; `'down'` from a failed call until a probe
+   * of the failed shard answers (on a Cluster, the other shards keep deciding on Redis).
+   */
   readonly status: 'up' | 'down'
 }
 
-/**
- * Why a Redis call failed: `ERR_SLUICE_REDIS_TIMEOUT` (no answer within `timeout`) or
- * `ERR_SLUICE_REDIS` (the client or server reported an error, kept as `cause`). Handed to
- * `onFailure`, and thrown by `reset`, which has no `onError` answer.
- *
- * @example
- * redisStore({
- *   client,
- *   onFailure: (error) => metrics.increment('redis_store_failure', { code: error.code }),
- * })
- */
-export class RedisStoreError extends Error {
-  override readonly name = 'RedisStoreError'
-  readonly code: 'ERR_SLUICE_REDIS_TIMEOUT' | 'ERR_SLUICE_REDIS'
-
-  constructor(code: RedisStoreError['code'], message: string, options?: { cause: unknown }) {
-    super(message, options)
-    this.code = code
-  }
-}
-
-const ON_ERROR: readonly OnError[] = ['deny', 'allow', 'local']
 // Lease ids that never reach Redis: taken from the local fallback, or admitted uncounted.
 const LOCAL = 'local:'
 const UNCOUNTED = 'uncounted:'
+// A take with a lease carries a deadline (on Redis's clock, as estimated) this long past
+// its caller's timeout: a client that replays it later (ioredis Cluster re-sends through
+// a failover) takes nothing. Its lease's release, queued when the call failed, waits
+// twice as long, so that it cannot reach Redis before the take it undoes.
+const DEADLINE_SLACK_MS = 1_000
+const EMPTY: TakeResult = { allowed: true, results: [] }
 
 /**
- * A {@link Store} on Redis (or Valkey, or Redis Cluster): every process using the same Redis
- * and `prefix` shares one budget per policy and client key. Each decision is one EVALSHA of
- * one Lua script that checks all of a request's policies and takes from all or none, on
- * Redis's own clock. Keys expire once their state is back to fresh.
+ * A {@link Store} on Redis (or Valkey, or Redis Cluster): every process using the same Redis and
+ * `prefix` shares one budget per policy and client key. Each decision is one EVALSHA: a
+ * small script per algorithm for a request checked against one policy (the common case:
+ * an admitted take is one or two Redis calls and an integer reply), a general script for
+ * several policies (all or none), warm-up, bulkheads and penalties, all on Redis's own
+ * clock. Keys expire once their state is back to fresh.
  *
- * A failing or slow Redis never hangs a request: each call gives up after `timeout`, the
- * failure is reported once through `onFailure`, and until a background PING succeeds every
- * decision is answered at once by the `onError` policy.
+ * A failing or slow Redis never hangs a request: each call gives up after `timeout`, its
+ * shard is taken out of use and probed at once with a command routed by the key that
+ * failed; a confirmed outage is reported once (`onFailure`, a `SluiceWarning`, the
+ * `sluice:store` channel), and until a probe answers, the decisions of that shard are
+ * answered by the `onError` policy.
  *
  * @example
  * ```ts
@@ -115,145 +99,386 @@ const UNCOUNTED = 'uncounted:'
  * import { rateLimit } from '@sluice/express'
  * import { redisStore } from '@sluice/redis'
  *
- * const store = redisStore({ client: new Redis(), onError: 'local' })
+ * const client = new Redis({ enableOfflineQueue: false })
+ * client.on('error', () => {}) // the store reports outages; ioredis would log every retry
+ * const store = redisStore({ client, onError: 'local' })
  * app.use(rateLimit({ limit: 100, window: '1m', store }))
  * ```
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`redisStore: options must be an object, got ${describe(options)}`)
-  }
-  const send = toSendCommand(options.client)
-  const prefix = readPrefix(options.prefix)
-  const timeoutMs = readPositiveDuration('timeout', options.timeout, '500ms')
-  const leaseTtlUs = Math.ceil(readPositiveDuration('leaseTtl', options.leaseTtl, '1m') * 1000)
-  const probeMs = readPositiveDuration('probeInterval', options.probeInterval, '1s')
-  const onError = options.onError ?? 'local'
-  if (!ON_ERROR.includes(onError)) {
-    throw new TypeError(
-      `redisStore: "onError" must be one of 'deny', 'allow', 'local', got ${describe(onError)}`,
-    )
-  }
-  const onFailure = readHook('onFailure', options.onFailure) ?? warnFailure(onError)
-  const onRecovery = readHook('onRecovery', options.onRecovery) ?? warnRecovery
-  if (options.local !== undefined && onError !== 'local') {
-    throw new TypeError(
-      `redisStore: "local" is only used with onError 'local', got onError ${describe(onError)}`,
-    )
-  }
-  if (options.local !== undefined && !isStore(options.local)) {
-    throw new TypeError(
-      `redisStore: "local" must be a store (take, refund, release, get, reset), got ${describe(options.local)}`,
-    )
-  }
-  const local = onError === 'local' ? (options.local ?? memoryStore()) : undefined
+  return new RedisBackedStore(readStoreSettings(options))
+}
 
-  const encoded = new WeakMap<Policy, EncodedPolicy>()
-  // Policy names seen by this store: what `reset(key)` without policies forgets.
-  const names = new Set<string>()
-  const localLeases = new Map<string, Lease>()
-  let down = false
-  let probing = false
-  let failedAt = 0
-  // Bumped on every recovery: a call that started before it belongs to the episode that
-  // was already reported, so its late failure must not start a new one.
-  let episode = 0
+class RedisBackedStore implements RedisStore {
+  readonly #prefix: string
+  readonly #onError: OnError
+  readonly #local: Store | undefined
+  readonly #probeMs: number
+  readonly #leaseTtlUs: number
+  readonly #settings: StoreSettings
+  readonly #runner: ScriptRunner
+  readonly #topology: Topology
+  readonly #connection: Connection
+  readonly #health: Health
+  readonly #clock = new RedisClock()
+  readonly #releases = new PendingReleases()
+  readonly #plans = new WeakMap<Policy, PolicyPlan | RangeError | TypeError>()
+  /** Every policy this store has seen, by id: what `reset(key)` without policies forgets. */
+  readonly #seen = new Map<string, PolicyPlan>()
+  readonly #localLeases = new Map<string, Lease>()
+  #flushTimer: ReturnType<typeof setTimeout> | undefined
 
-  function encode(policies: readonly Policy[]): string[] {
-    const args: string[] = []
-    const seen = new Set<string>()
-    for (const policy of policies) {
-      if (seen.has(policy.name)) {
-        throw new RangeError(
-          `redisStore: policy names must be unique within one call, got "${policy.name}" twice`,
+  constructor(settings: StoreSettings) {
+    this.#settings = settings
+    this.#prefix = settings.prefix
+    this.#onError = settings.onError
+    this.#local = settings.onError === 'local' ? (settings.local ?? memoryStore()) : undefined
+    this.#probeMs = settings.probeMs
+    this.#leaseTtlUs = Math.ceil(settings.leaseTtlMs * 1000)
+    this.#connection = connectionOf(settings.client)
+    this.#runner = new ScriptRunner(settings.send, settings.timeoutMs, this.#connection)
+    this.#topology = topologyOf(settings.client, settings.send)
+    this.#health = new Health(
+      {
+        probe: (key) =>
+          this.#runner.call(['EXISTS', key], key).catch((error: unknown) => {
+            this.#topology.refresh()
+            throw error
+          }),
+        live: () => !this.#connection.ended(),
+        down: (error) => this.#reportFailure(error),
+        up: () => this.#reportRecovery(),
+        recovered: () => void this.#flush(),
+      },
+      settings.probeMs,
+    )
+  }
+
+  get status(): 'up' | 'down' {
+    return this.#health.status
+  }
+
+  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult> {
+    // Not async, to spare the one-policy path a promise; a bad argument still rejects.
+    try {
+      checkCost(cost)
+      if (policies.length === 1) {
+        const plan = this.#plan(policies[0]!)
+        if (plan.single !== undefined) return this.#takeOne(key, plan, cost, false)
+        return this.#takeMany(key, [plan], cost, false)
+      }
+      if (policies.length === 0) return Promise.resolve(EMPTY)
+      return this.#takeMany(key, this.#plansOf(policies), cost, false)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  async #takeOne(
+    key: string,
+    plan: PolicyPlan,
+    cost: number,
+    retried: boolean,
+  ): Promise<TakeResult> {
+    const redisKey = keyTag(this.#prefix, key) + plan.suffix
+    if (this.#health.anyDown && this.#isDown(redisKey)) {
+      return this.#fallbackTake(key, [plan.policy], cost)
+    }
+    const single = plan.single!
+    const clock = this.#clock
+    const sentAt = performance.now()
+    const args = single.args(redisKey, costText(cost), single.alwaysTime || clock.stale(sentAt))
+    const since = this.#health.episode
+    let reply: unknown
+    try {
+      reply = await this.#runner.script(single.script, args, redisKey, sentAt)
+    } catch (error) {
+      if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
+        return this.#takeOne(key, plan, cost, true)
+      }
+      this.#failed(error, redisKey, since)
+      return this.#fallbackTake(key, [plan.policy], cost)
+    }
+    // Redis ran the script between the send and now: the send is close enough for the
+    // reset time, and errs towards giving back less on a refund by receipt.
+    if (typeof reply === 'number') {
+      return { allowed: true, results: [single.decode(reply, clock.nowUs(sentAt))] }
+    }
+    const { result, now } = decodeSingle(reply, plan.policy)
+    clock.sample(now, sentAt, performance.now())
+    return { allowed: result.allowed, results: [result] }
+  }
+
+  async #takeMany(
+    key: string,
+    plans: readonly PolicyPlan[],
+    cost: number,
+    retried: boolean,
+  ): Promise<TakeResult> {
+    const tag = keyTag(this.#prefix, key)
+    const keys = generalKeys(tag, plans)
+    if (this.#health.anyDown && this.#isDown(keys[0]!)) {
+      return this.#fallbackTake(key, policiesOf(plans), cost)
+    }
+    const leases = plans.filter((plan) => plan.concurrency)
+    const leaseId = leases.length === 0 ? '' : randomUUID()
+    const timeoutMs = this.#runner.timeoutMs
+    const sentAt = performance.now()
+    const deadlineUs =
+      leases.length !== 0 && !retried
+        ? this.#clock.nowUs(sentAt) + (timeoutMs + DEADLINE_SLACK_MS) * 1000
+        : 0
+    const since = this.#health.episode
+    let reply: ReturnType<typeof decodeGeneral>
+    try {
+      const args = generalArgs('take', keys, plans, cost, leaseId, deadlineUs)
+      reply = decodeGeneral(
+        await this.#runner.script(GENERAL, args, keys[0]!, sentAt),
+        plans,
+        cost,
+        leaseId,
+      )
+    } catch (error) {
+      // The take may still reach Redis (or have, its answer lost): undo its leases once
+      // Redis answers, after its deadline, so that the undo cannot come first.
+      for (const plan of leases) {
+        const notBefore = sentAt + timeoutMs + 2 * DEADLINE_SLACK_MS
+        this.#releases.add(
+          tag + plan.suffix,
+          leaseMember({ id: leaseId, permits: cost }),
+          notBefore,
         )
       }
-      seen.add(policy.name)
-      let entry = encoded.get(policy)
-      if (entry === undefined) {
-        entry = encodePolicy(policy, leaseTtlUs)
-        encoded.set(policy, entry)
-        names.add(policy.name)
+      this.#scheduleFlush()
+      if (!retried && isWrongType(error) && (await this.#clear(keys))) {
+        return this.#takeMany(key, plans, cost, true)
       }
-      args.push(...entry)
+      this.#failed(error, keys[0]!, since)
+      return this.#fallbackTake(key, policiesOf(plans), cost)
     }
-    return args
+    this.#clock.sample(reply.now, sentAt, performance.now())
+    // Past the deadline by Redis's clock, though this caller is still waiting: the
+    // estimate of that clock was off (a node whose clock runs ahead). Once more, without.
+    if (reply.taken === -1) return this.#takeMany(key, plans, cost, true)
+    return { allowed: reply.taken === 1, results: reply.results }
   }
 
-  function keysOf(key: string, policyNames: Iterable<string>): string[] {
-    return Array.from(policyNames, (name) => stateKey(prefix, key, name))
-  }
-
-  function call(args: string[], key: string | undefined): Promise<unknown> {
-    return withTimeout(() => send(args, key), timeoutMs)
-  }
-
-  async function runScript(keys: string[], argv: string[]): Promise<unknown> {
-    const head = String(keys.length)
-    return withTimeout(async (expired) => {
-      try {
-        return await send(['EVALSHA', SCRIPT_SHA, head, ...keys, ...argv], keys[0])
-      } catch (error) {
-        // Redis restarted or flushed its script cache: EVAL sends the body and caches it
-        // again on the node that owns the key (SCRIPT LOAD could reach the wrong node).
-        // A call its caller has given up on is not replayed: nobody would use its permits.
-        if (!isNoScript(error) || expired()) throw error
-        return await send(['EVAL', SCRIPT, head, ...keys, ...argv], keys[0])
-      }
-    }, timeoutMs)
-  }
-
-  function fail(error: unknown, since: number): void {
-    if (down || since !== episode) return
-    down = true
-    failedAt = performance.now()
-    safely(() => onFailure(toStoreError(error)))
-  }
-
-  // While down, decisions skip Redis; one PING at a time, at most every probeInterval,
-  // finds out when it is back. Requests never wait for the probe.
-  function redisUsable(): boolean {
-    if (!down) return true
-    if (!probing && performance.now() - failedAt >= probeMs) {
-      probing = true
-      call(['PING'], undefined).then(
-        () => {
-          probing = false
-          down = false
-          episode++
-          safely(onRecovery)
-        },
-        () => {
-          probing = false
-          failedAt = performance.now()
-        },
-      )
-    }
-    return false
-  }
-
-  async function fallbackTake(
+  async refund(
     key: string,
     policies: readonly Policy[],
     cost: number,
-  ): Promise<TakeResult> {
+    receipts?: readonly (number | undefined)[],
+  ): Promise<void> {
+    checkCost(cost)
+    if (policies.length === 0) return
+    const plans = this.#plansOf(policies)
+    // Receipts of takes the local store answered are negative (see #fallbackTake).
+    if (receipts?.some((receipt) => receipt !== undefined && receipt < 0)) {
+      await this.#local?.refund(key, policies, cost, receipts.map(fromLocalReceipt))
+      return
+    }
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    if (this.#health.anyDown && this.#isDown(keys[0]!)) {
+      // Permits taken in Redis cannot be given back while it is away. Without receipts they
+      // were most likely taken where the store answers now.
+      if (receipts === undefined) await this.#local?.refund(key, policies, cost)
+      return
+    }
+    const since = this.#health.episode
+    try {
+      const args = generalArgs(
+        'refund',
+        keys,
+        plans,
+        cost,
+        '',
+        0,
+        receipts ?? plans.map(() => undefined),
+      )
+      await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
+    } catch (error) {
+      this.#failed(error, keys[0]!, since)
+    }
+  }
+
+  async release(key: string, policy: Policy, lease: Lease): Promise<void> {
+    if (lease.id.startsWith(UNCOUNTED)) return
+    if (lease.id.startsWith(LOCAL)) {
+      const inner = this.#localLeases.get(lease.id)
+      if (inner === undefined) return
+      this.#localLeases.delete(lease.id)
+      await this.#local?.release(key, policy, inner)
+      return
+    }
+    const redisKey = keyTag(this.#prefix, key) + this.#plan(policy).suffix
+    const member = leaseMember(lease)
+    if (this.#health.anyDown && this.#isDown(redisKey)) {
+      this.#releases.add(redisKey, member)
+      this.#scheduleFlush()
+      return
+    }
+    const since = this.#health.episode
+    try {
+      await this.#runner.call(['ZREM', redisKey, member], redisKey)
+    } catch (error) {
+      // Kept and sent again once Redis answers (ZREM is idempotent), rather than holding
+      // the slot until the lease expires.
+      this.#releases.add(redisKey, member)
+      this.#scheduleFlush()
+      this.#failed(error, redisKey, since)
+    }
+  }
+
+  async get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]> {
+    if (policies.length === 0) return []
+    const plans = this.#plansOf(policies)
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    if (!(this.#health.anyDown && this.#isDown(keys[0]!))) {
+      const since = this.#health.episode
+      try {
+        const args = generalArgs('get', keys, plans, 1, '', 0)
+        const reply = await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
+        return decodeGeneral(reply, plans, 1, '').results
+      } catch (error) {
+        this.#failed(error, keys[0]!, since)
+      }
+    }
+    if (this.#local !== undefined) return this.#local.get(key, policies)
+    return policies.map((policy) => this.#substitute(policy, this.#onError === 'allow', 1))
+  }
+
+  async reset(key: string, policies?: readonly Policy[]): Promise<void> {
+    const plans = policies === undefined ? [...this.#seen.values()] : this.#plansOf(policies)
+    await this.#local?.reset(key, policies)
+    if (plans.length === 0) return
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    const since = this.#health.episode
+    try {
+      await this.#runner.call(['DEL', ...keys], keys[0])
+    } catch (error) {
+      this.#failed(error, keys[0]!, since)
+      throw toStoreError(error)
+    }
+  }
+
+  async resetAll(): Promise<void> {
+    await this.#local?.resetAll()
+    this.#localLeases.clear()
+    this.#releases.clear()
+    // `prefix{`: every key of this store, and none of a store whose prefix extends this one.
+    const pattern = `${this.#prefix.replace(/[*?[\]\\]/g, '\\$&')}{*`
+    const masters = this.#topology.masters()
+    const clustered = masters.length > 1
+    try {
+      await Promise.all(
+        masters.map(async (send) => {
+          const node = new ScriptRunner(send, this.#runner.timeoutMs, this.#connection)
+          let cursor = '0'
+          do {
+            const reply = (await node.call(
+              ['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000'],
+              undefined,
+            )) as [string, string[]]
+            cursor = String(reply[0])
+            const keys = reply[1]
+            if (keys.length === 0) continue
+            // A Cluster refuses a multi-key command across slots: one UNLINK per slot.
+            const batches = clustered ? groupBy(keys, hashSlot) : [keys]
+            await Promise.all(batches.map((batch) => node.call(['UNLINK', ...batch], batch[0])))
+          } while (cursor !== '0')
+        }),
+      )
+    } catch (error) {
+      throw toStoreError(error)
+    }
+  }
+
+  #plan(policy: Policy): PolicyPlan {
+    let plan = this.#plans.get(policy)
+    if (plan === undefined) {
+      try {
+        plan = planPolicy(policy, this.#leaseTtlUs)
+        this.#seen.set(policy.id, plan)
+      } catch (error) {
+        if (!(error instanceof RangeError || error instanceof TypeError)) throw error
+        plan = error
+      }
+      // A policy the store cannot count is refused with the same error on every call,
+      // without working it out again.
+      this.#plans.set(policy, plan)
+    }
+    if (plan instanceof Error) throw plan
+    return plan
+  }
+
+  #plansOf(policies: readonly Policy[]): PolicyPlan[] {
+    const plans = policies.map((policy) => this.#plan(policy))
+    for (let i = 1; i < plans.length; i++) {
+      for (let j = 0; j < i; j++) {
+        if (plans[i]!.suffix === plans[j]!.suffix) {
+          throw rangeError(
+            FACTORY,
+            'policies',
+            'must differ within one call (one policy twice would be counted twice)',
+            policies[i]!.name,
+          )
+        }
+      }
+    }
+    return plans
+  }
+
+  #isDown(redisKey: string): boolean {
+    return this.#health.isDown(this.#topology.shardOf(redisKey))
+  }
+
+  /** A failed call on `redisKey` that started in episode `since`. */
+  #failed(error: unknown, redisKey: string, since: number): void {
+    // TRYAGAIN is this call's keys in a slot being migrated, not an outage of the shard.
+    if (isKeyLevel(error)) return
+    this.#health.fail(this.#topology.shardOf(redisKey), redisKey, toStoreError(error), since)
+  }
+
+  /**
+   * Deletes keys that hold a value of another type (something else wrote under this
+   * prefix), so the decision can start them fresh. False when that fails too.
+   */
+  async #clear(keys: readonly string[]): Promise<boolean> {
+    try {
+      await this.#runner.call(['DEL', ...keys], keys[0])
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  async #fallbackTake(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult> {
+    const local = this.#local
     if (local === undefined) {
-      const allowed = onError === 'allow'
-      return { allowed, results: policies.map((policy) => substitute(policy, allowed, cost)) }
+      const allowed = this.#onError === 'allow'
+      return {
+        allowed,
+        results: policies.map((policy) => this.#substitute(policy, allowed, cost)),
+      }
     }
     const taken = await local.take(key, policies, cost)
     return {
       allowed: taken.allowed,
       results: taken.results.map((result) => {
-        if (result.lease === undefined) return result
-        const id = `${LOCAL}${randomUUID()}`
-        localLeases.set(id, result.lease)
-        return { ...result, lease: { id, permits: result.lease.permits } }
+        if (result.lease !== undefined) {
+          const id = `${LOCAL}${randomUUID()}`
+          this.#localLeases.set(id, result.lease)
+          return { ...result, lease: { id, permits: result.lease.permits } }
+        }
+        // Negative, so a refund can tell a local receipt from a Redis one (never negative).
+        if (result.receipt !== undefined) return { ...result, receipt: -1 - result.receipt }
+        return result
       }),
     }
   }
 
-  function substitute(policy: Policy, allowed: boolean, cost: number): PolicyResult {
+  #substitute(policy: Policy, allowed: boolean, cost: number): PolicyResult {
+    const probeMs = this.#probeMs
     if (!allowed) {
       return {
         policy,
@@ -277,243 +502,88 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       : result
   }
 
-  return {
-    get status() {
-      return down ? 'down' : 'up'
-    },
-
-    async take(key, policies, cost) {
-      checkCost(cost)
-      const argv = encode(policies)
-      if (policies.length === 0) return { allowed: true, results: [] }
-      if (!redisUsable()) return fallbackTake(key, policies, cost)
-      const hasLease = policies.some((policy) => policy.spec.algorithm === 'concurrency')
-      const leaseId = hasLease ? randomUUID() : ''
-      const since = episode
-      let reply: unknown
-      try {
-        reply = await runScript(keysOf(key, policyNames(policies)), [
-          'take',
-          String(cost),
-          leaseId,
-          ...argv,
-        ])
-      } catch (error) {
-        fail(error, since)
-        return fallbackTake(key, policies, cost)
-      }
-      return parseReply(reply, policies, cost, leaseId)
-    },
-
-    async refund(key, policies, cost) {
-      checkCost(cost)
-      const argv = encode(policies)
-      if (policies.length === 0) return
-      if (!redisUsable()) {
-        // The permits were most likely taken where this store answers now.
-        await local?.refund(key, policies, cost)
-        return
-      }
-      const since = episode
-      try {
-        await runScript(keysOf(key, policyNames(policies)), ['refund', String(cost), '', ...argv])
-      } catch (error) {
-        fail(error, since)
-      }
-    },
-
-    async release(key, policy, lease) {
-      if (lease.id.startsWith(UNCOUNTED)) return
-      if (lease.id.startsWith(LOCAL)) {
-        const inner = localLeases.get(lease.id)
-        if (inner === undefined) return
-        localLeases.delete(lease.id)
-        await local?.release(key, policy, inner)
-        return
-      }
-      // Tried even while down: a slot freed now beats one held until its lease expires.
-      const since = episode
-      try {
-        const stateKeyName = stateKey(prefix, key, policy.name)
-        await call(['ZREM', stateKeyName, `${lease.permits}:${lease.id}`], stateKeyName)
-      } catch (error) {
-        fail(error, since)
-      }
-    },
-
-    async get(key, policies) {
-      const argv = encode(policies)
-      if (policies.length === 0) return []
-      if (redisUsable()) {
-        const since = episode
-        try {
-          const reply = await runScript(keysOf(key, policyNames(policies)), [
-            'get',
-            '1',
-            '',
-            ...argv,
-          ])
-          return parseReply(reply, policies, 1, '').results
-        } catch (error) {
-          fail(error, since)
-        }
-      }
-      if (local !== undefined) return local.get(key, policies)
-      return policies.map((policy) => substitute(policy, onError === 'allow', 1))
-    },
-
-    async reset(key, policies) {
-      if (policies !== undefined) encode(policies)
-      await local?.reset(key, policies)
-      const keys = keysOf(key, policies === undefined ? names : policyNames(policies))
-      if (keys.length === 0) return
-      const since = episode
-      try {
-        await call(['DEL', ...keys], keys[0])
-      } catch (error) {
-        fail(error, since)
-        throw error
-      }
-    },
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== undefined || this.#releases.size === 0) return
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined
+      void this.#flush()
+    }, this.#probeMs)
+    this.#flushTimer.unref?.()
   }
-}
 
-function policyNames(policies: readonly Policy[]): string[] {
-  return policies.map((policy) => policy.name)
-}
-
-function parseReply(
-  reply: unknown,
-  policies: readonly Policy[],
-  cost: number,
-  leaseId: string,
-): TakeResult {
-  if (!Array.isArray(reply) || reply.length !== 1 + 4 * policies.length) {
-    throw new RedisStoreError(
-      'ERR_SLUICE_REDIS',
-      `redisStore: unexpected script reply ${JSON.stringify(reply)}`,
+  /** Sends the releases that wait for Redis, where their shard is in use. */
+  async #flush(): Promise<void> {
+    await this.#releases.flush(
+      (key, member) => this.#runner.call(['ZREM', key, member], key),
+      (key) => !(this.#health.anyDown && this.#isDown(key)),
     )
+    if (!this.#connection.ended()) this.#scheduleFlush()
   }
-  const field = (i: number) => String(reply[i])
-  const allowed = field(0) === '1'
-  const results = policies.map((policy, i): PolicyResult => {
-    const at = 1 + 4 * i
-    const retryUs = field(at + 3)
-    const result = {
-      policy,
-      allowed: field(at) === '1',
-      limit: policy.limit,
-      remaining: Number(field(at + 1)),
-      resetMs: Number(field(at + 2)) / 1000,
-      retryAfterMs: retryUs === '-1' ? Number.POSITIVE_INFINITY : Number(retryUs) / 1000,
+
+  #reportFailure(error: RedisStoreError): void {
+    const hook = this.#settings.onFailure
+    safely(() => {
+      if (hook !== undefined) hook(error)
+      else
+        emitWarning(
+          FACTORY,
+          'ERR_SLUICE_REDIS_DOWN',
+          `${error.message.replace(/^redisStore: /, '')} (${error.code}); answering with onError '${this.#onError}' until it answers again`,
+        )
+    })
+    if (storeChannel.hasSubscribers) {
+      storeChannel.publish({ event: 'failure', store: FACTORY, error })
     }
-    return allowed && policy.spec.algorithm === 'concurrency'
-      ? { ...result, lease: { id: leaseId, permits: cost } }
-      : result
-  })
-  return { allowed, results }
+  }
+
+  #reportRecovery(): void {
+    const hook = this.#settings.onRecovery
+    safely(() => {
+      if (hook !== undefined) hook()
+      else
+        emitWarning(
+          FACTORY,
+          'ERR_SLUICE_REDIS_RECOVERED',
+          'Redis answers again; decisions are back on Redis',
+        )
+    })
+    if (storeChannel.hasSubscribers) storeChannel.publish({ event: 'recovery', store: FACTORY })
+  }
+}
+
+function policiesOf(plans: readonly PolicyPlan[]): Policy[] {
+  return plans.map((plan) => plan.policy)
+}
+
+function fromLocalReceipt(receipt: number | undefined): number | undefined {
+  return receipt === undefined ? undefined : -1 - receipt
 }
 
 /**
- * Runs `operation`, rejecting with `ERR_SLUICE_REDIS_TIMEOUT` if it has not settled in `ms`,
- * or with `ERR_SLUICE_REDIS` wrapping its own error. The operation can ask whether the
- * time is up (`expired()`) before sending more.
+ * Refuses a cost that is not a positive integer (issue 11: `cost: 1e308` used to fail
+ * inside Redis on every request). A cost above every limit is a valid question whose
+ * answer is "never": it is sent as 2^53 − 1, which no policy can hold.
  */
-function withTimeout<T>(operation: (expired: () => boolean) => Promise<T>, ms: number): Promise<T> {
-  let timedOut = false
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      timedOut = true
-      reject(
-        new RedisStoreError(
-          'ERR_SLUICE_REDIS_TIMEOUT',
-          `redisStore: Redis did not answer within ${ms} ms`,
-        ),
-      )
-    }, ms)
-    const settle =
-      <A extends unknown[]>(fn: (...args: A) => void) =>
-      (...args: A) => {
-        clearTimeout(timer)
-        fn(...args)
-      }
-    // A synchronous throw from a client counts as a failed call, like a rejection.
-    new Promise<T>((inner) => inner(operation(() => timedOut))).then(
-      settle(resolve),
-      settle((error: unknown) => reject(toStoreError(error))),
-    )
-  })
-}
-
-function toStoreError(error: unknown): RedisStoreError {
-  if (error instanceof RedisStoreError) return error
-  return new RedisStoreError('ERR_SLUICE_REDIS', `redisStore: Redis failed: ${messageOf(error)}`, {
-    cause: error,
-  })
-}
-
-function isNoScript(error: unknown): boolean {
-  return messageOf(error).startsWith('NOSCRIPT')
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
-
 function checkCost(cost: number): void {
-  if (!Number.isSafeInteger(cost) || cost < 1) {
-    throw new RangeError(`redisStore: "cost" must be a positive integer, got ${describe(cost)}`)
+  if (typeof cost !== 'number') throw typeError(FACTORY, 'cost', 'must be a positive integer', cost)
+  if (!Number.isInteger(cost) || cost < 1) {
+    throw rangeError(FACTORY, 'cost', 'must be a positive integer', cost)
   }
 }
 
-function readPrefix(value: unknown): string {
-  if (value === undefined) return 'sluice:'
-  if (typeof value !== 'string') {
-    throw new TypeError(`redisStore: "prefix" must be a string, got ${describe(value)}`)
-  }
-  if (/[{}]/.test(value)) {
-    throw new RangeError(
-      `redisStore: "prefix" must not contain "{" or "}" (it would break the Cluster hash tag), got ${describe(value)}`,
-    )
-  }
-  return value
+function costText(cost: number): string {
+  if (cost === 1) return '1'
+  return cost > Number.MAX_SAFE_INTEGER ? String(Number.MAX_SAFE_INTEGER) : String(cost)
 }
 
-function readPositiveDuration(option: string, value: unknown, fallback: Duration): number {
-  const ms = parseDuration((value ?? fallback) as Duration, `redisStore: "${option}"`)
-  if (ms === 0) {
-    throw new RangeError(
-      `redisStore: "${option}" must be a positive duration, got ${describe(value)}`,
-    )
+function groupBy<T>(items: readonly T[], by: (item: T) => unknown): T[][] {
+  const groups = new Map<unknown, T[]>()
+  for (const item of items) {
+    const group = groups.get(by(item))
+    if (group === undefined) groups.set(by(item), [item])
+    else group.push(item)
   }
-  return ms
-}
-
-function readHook<F>(option: string, value: F | undefined): F | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new TypeError(`redisStore: "${option}" must be a function, got ${describe(value)}`)
-  }
-  return value
-}
-
-function isStore(value: unknown): value is Store {
-  if (typeof value !== 'object' || value === null) return false
-  const store = value as Record<string, unknown>
-  return ['take', 'refund', 'release', 'get', 'reset'].every(
-    (method) => typeof store[method] === 'function',
-  )
-}
-
-function warnFailure(onError: OnError): (error: RedisStoreError) => void {
-  return (error) => {
-    console.warn(
-      `[sluice] ${error.message}; answering with onError '${onError}' until it is back (${error.code})`,
-    )
-  }
-}
-
-function warnRecovery(): void {
-  console.warn('[sluice] redisStore: Redis answers again; decisions are back on Redis')
+  return [...groups.values()]
 }
 
 // A throwing hook must not turn a decision into an error.
@@ -521,12 +591,4 @@ function safely(hook: () => void): void {
   try {
     hook()
   } catch {}
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (value === null) return 'null'
-  if (typeof value === 'function') return 'a function'
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object'
-  return String(value)
 }

@@ -1,7 +1,8 @@
-import type { Policy } from '@sluice/http'
+import type { Policy, TakeResult } from '@sluice/http'
 import { beforeEach, expect, it } from 'vitest'
-import { type RedisStore, redisStore } from '../src/index'
+import { type RedisStore, redisStore, stateKey } from '../src/index'
 import { connect, DAY, describeRedis, HOUR, policy, sleep, uniquePrefix } from './helpers'
+import { startRedisServer } from './redis-server'
 
 // Redis time cannot be moved, so the exact numbers use windows where the few milliseconds
 // a test takes cannot matter (N per hour or per day), and a refill is observed with a
@@ -157,7 +158,29 @@ describeRedis('fixed window', () => {
     expect((await store.get('k', [daily]))[0]!.remaining).toBe(2)
     await store.refund('k', [daily], 9)
     expect((await store.get('k', [daily]))[0]!.remaining).toBe(5)
-    expect(await redis.exists(`${prefix}{k}:fw`)).toBe(0)
+    expect(await redis.exists(stateKey(prefix, 'k', daily))).toBe(0)
+  })
+
+  it('expires the key exactly when its window ends, so a take in a running window is one INCRBY', async () => {
+    const hourly = policy.fixedWindow('fw', { limit: 5, window: HOUR })
+    const first = await store.take('k', [hourly], 1)
+    const expiresAt = Number(await redis.call('PEXPIRETIME', stateKey(prefix, 'k', hourly)))
+    // The millisecond before the hour ends: Redis keeps a key through its expiry's millisecond.
+    expect((expiresAt + 1) % HOUR).toBe(0)
+    expect(first.results[0]!.receipt).toBe((expiresAt + 1) / HOUR - 1)
+    const second = await store.take('k', [hourly], 1)
+    expect(second.results[0]!.receipt).toBe(first.results[0]!.receipt)
+    expect(second.results[0]!.remaining).toBe(3)
+  })
+
+  it('restarts a count whose key outlived its window (its expiry removed) at the first refusal', async () => {
+    const short = policy.fixedWindow('fw', { limit: 2, window: 200 })
+    expect(await admitted('k', [short], 2)).toBe(2)
+    await redis.persist(stateKey(prefix, 'k', short))
+    await sleep(250)
+    // The stale count refuses nothing it should not: the refusal finds it stale and restarts.
+    expect(await admitted('k', [short], 3)).toBe(2)
+    expect(await redis.pttl(stateKey(prefix, 'k', short))).toBeGreaterThan(0)
   })
 })
 
@@ -174,18 +197,32 @@ describeRedis('sliding window', () => {
     expect(results[0]!.resetMs).toBe(results[0]!.retryAfterMs)
   })
 
-  it('keeps one hash field per live slot generation, and drops the ones that left', async () => {
+  it('keeps head, total and one base per slot in one value, expiring when the head slot leaves', async () => {
+    const short = policy.slidingWindow('sw', { limit: 10, window: 1_000, slots: 2 })
+    const key = stateKey(prefix, 'k', short)
+    const state = async () => {
+      const value = await redis.getBuffer(key)
+      return Array.from({ length: value!.length / 8 }, (_, i) => value!.readDoubleLE(8 * i))
+    }
+    const taken = await store.take('k', [short], 2)
+    const head = taken.results[0]!.receipt!
+    expect(await state()).toEqual([head, 2, 0, 0, 0])
+    await store.take('k', [short], 1)
+    expect((await state()).slice(0, 2)).toEqual([head, 3])
+    // The head generation leaves the window (slots + 1) slots after it began.
+    const ttl = await redis.pttl(key)
+    expect(ttl).toBeGreaterThan(1_000)
+    expect(ttl).toBeLessThanOrEqual(1_500)
+  })
+
+  it('drops the permits of slots that left the window', async () => {
     const short = policy.slidingWindow('sw', { limit: 10, window: 100, slots: 2 })
-    const counts = async () => Object.values(await redis.hgetall(`${prefix}{k}:sw`)).map(Number)
     await store.take('k', [short], 2)
-    expect(await counts()).toEqual([2])
     await sleep(60)
     await store.take('k', [short], 1)
-    expect((await counts()).sort()).toEqual([1, 2])
     // Both slots have wholly left the 100 ms window.
     await sleep(180)
-    await store.take('k', [short], 3)
-    expect(await counts()).toEqual([3])
+    expect((await store.take('k', [short], 3)).results[0]!.remaining).toBe(7)
   })
 
   it('frees permits as their slot leaves the window', async () => {
@@ -235,9 +272,10 @@ describeRedis('warm-up token bucket', () => {
   it('keeps the creation time in the key, so the age survives between requests', async () => {
     const p = policy.warmUp('wu', { limit: 30, window: HOUR, warmUp: HOUR })
     await store.take('k', [p], 1)
-    const created = Number(await redis.hget(`${prefix}{k}:wu`, 'c'))
+    const created = async () => (await redis.getBuffer(stateKey(prefix, 'k', p)))!.readDoubleLE(24)
+    const first = await created()
     await store.take('k', [p], 1)
-    expect(Number(await redis.hget(`${prefix}{k}:wu`, 'c'))).toBe(created)
+    expect(await created()).toBe(first)
   })
 })
 
@@ -268,18 +306,18 @@ describeRedis('concurrency', () => {
       Number.POSITIVE_INFINITY,
     )
     await store.release('k', slots, taken.results[0]!.lease!)
-    expect(await redis.exists(`${prefix}{k}:conc`)).toBe(0)
+    expect(await redis.zcard(stateKey(prefix, 'k', slots))).toBe(0)
   })
 
   it('frees the slot of a holder that never releases once its lease expires', async () => {
-    const short = redisStore({ client: redis, prefix, leaseTtl: 150 })
+    const short = redisStore({ client: redis, prefix, timeout: 100, leaseTtl: 150 })
     expect((await short.take('k', [slots], 2)).allowed).toBe(true)
     expect((await short.take('k', [slots], 1)).allowed).toBe(false)
     await sleep(200)
     const after = await short.take('k', [slots], 1)
     expect(after.allowed).toBe(true)
     // The expired lease was pruned: one member left.
-    expect(await redis.zcard(`${prefix}{k}:conc`)).toBe(1)
+    expect(await redis.zcard(stateKey(prefix, 'k', slots))).toBe(1)
   })
 
   it('refund does not touch concurrency slots', async () => {
@@ -312,14 +350,41 @@ describeRedis('several policies in one decision', () => {
     const second = await store.take('k', [slots, tight], 1)
     expect(second.allowed).toBe(false)
     expect(second.results[0]!.lease).toBeUndefined()
-    expect(await redis.zcard(`${prefix}{k}:slots`)).toBe(1)
+    expect(await redis.zcard(stateKey(prefix, 'k', slots))).toBe(1)
   })
 
-  it('refuses two policies with the same name', async () => {
-    const twin = policy.fixedWindow('burst', { limit: 1, window: DAY })
+  it('refuses one policy twice in a call, but keeps two specs under one name apart', async () => {
+    const twin = policy.tokenBucket('burst', { limit: 10, window: HOUR })
     await expect(store.take('k', [burst, twin], 1)).rejects.toThrow(
-      'redisStore: policy names must be unique within one call, got "burst" twice',
+      'redisStore: "policies" must differ within one call (one policy twice would be counted twice), got "burst"',
     )
+    const other = policy.fixedWindow('burst', { limit: 1, window: DAY })
+    const taken = await store.take('k', [burst, other], 1)
+    expect(taken.results.map((r) => r.remaining)).toEqual([9, 0])
+  })
+
+  it('strikes only the policy that refused, and blocks the decision while it is blocked', async () => {
+    const guarded = policy.fixedWindow('guarded', {
+      limit: 1,
+      window: DAY,
+      block: { for: HOUR, after: 2 },
+    })
+    expect((await store.take('k', [burst, guarded], 1)).allowed).toBe(true)
+    const first = await store.take('k', [burst, guarded], 1)
+    expect(first.results.map((r) => [r.allowed, r.blocked ?? false])).toEqual([
+      [true, false],
+      [false, false],
+    ])
+    const second = await store.take('k', [burst, guarded], 1)
+    expect(second.results.map((r) => [r.allowed, r.blocked ?? false])).toEqual([
+      [true, false],
+      [false, true],
+    ])
+    // The block's time left, and the burst policy's permits untouched by the refusals.
+    expect(second.results[1]!.retryAfterMs).toBeGreaterThan(HOUR - 5_000)
+    expect(second.results[0]!.remaining).toBe(9)
+    const [b, g] = await store.get('k', [burst, guarded])
+    expect([b!.remaining, g!.remaining, g!.blocked]).toEqual([9, 0, true])
   })
 })
 
@@ -330,30 +395,50 @@ describeRedis('state in Redis', () => {
     const fresh = await store.get('k', [p])
     expect(fresh[0]).toMatchObject({ allowed: true, remaining: 3, resetMs: 0, retryAfterMs: 0 })
     await store.get('k', [p])
-    expect(await redis.exists(`${prefix}{k}:tb`)).toBe(0)
+    expect(await redis.exists(stateKey(prefix, 'k', p))).toBe(0)
   })
 
-  it('expires a key exactly when its state is back to fresh', async () => {
+  it('expires a bucket once it is full again, plus a grace of eight intervals (1 s to 1 min)', async () => {
     await store.take('k', [p], 1)
-    const ttl = await redis.pttl(`${prefix}{k}:tb`)
-    // One interval of 20 min, minus the test's milliseconds.
-    expect(ttl).toBeLessThanOrEqual(20 * 60_000)
-    expect(ttl).toBeGreaterThan(20 * 60_000 - 5_000)
+    const ttl = await redis.pttl(stateKey(prefix, 'k', p))
+    // One interval of 20 min, plus a grace of a minute (rounded up to the millisecond),
+    // minus the test's milliseconds.
+    expect(ttl).toBeLessThanOrEqual(21 * 60_000 + 1)
+    expect(ttl).toBeGreaterThan(21 * 60_000 - 5_000)
+    // 10 per 100 ms: full again 10 ms after one take, then a grace of a second.
     const quick = policy.tokenBucket('quick', { limit: 10, window: 100 })
     await store.take('k', [quick], 1)
-    expect(await redis.exists(`${prefix}{k}:quick`)).toBe(1)
-    await sleep(30)
-    expect(await redis.exists(`${prefix}{k}:quick`)).toBe(0)
+    const quickTtl = await redis.pttl(stateKey(prefix, 'k', quick))
+    expect(quickTtl).toBeLessThanOrEqual(1_011)
+    expect(quickTtl).toBeGreaterThan(1_010 - 500)
+  })
+
+  it("moves a busy bucket's expiry only when its debt outgrows it", async () => {
+    // 10 per hour: each take adds six minutes of debt, more than the grace of a minute.
+    const busy = policy.tokenBucket('busy', { limit: 10, window: HOUR })
+    const key = stateKey(prefix, 'k', busy)
+    await store.take('k', [busy], 1)
+    const expiry = Number(await redis.call('PEXPIRETIME', key))
+    await store.take('k', [busy], 1)
+    expect(Number(await redis.call('PEXPIRETIME', key))).toBeGreaterThan(expiry)
+    // 10,000 per hour: a take adds 360 ms, well within the grace of 2.88 s.
+    const steady = policy.tokenBucket('steady', { limit: 10_000, window: HOUR })
+    const steadyKey = stateKey(prefix, 'k', steady)
+    await store.take('k', [steady], 1)
+    const before = await redis.call('PEXPIRETIME', steadyKey)
+    await store.take('k', [steady], 1)
+    expect(await redis.call('PEXPIRETIME', steadyKey)).toBe(before)
   })
 
   it('reset forgets the given policies, or every policy the store has seen', async () => {
     const other = policy.fixedWindow('fw', { limit: 1, window: DAY })
     await store.take('k', [p, other], 1)
+    const keys = [stateKey(prefix, 'k', p), stateKey(prefix, 'k', other)]
     await store.reset('k', [p])
-    expect(await redis.exists(`${prefix}{k}:tb`, `${prefix}{k}:fw`)).toBe(1)
+    expect(await redis.exists(...keys)).toBe(1)
     await store.take('k', [p], 1)
     await store.reset('k')
-    expect(await redis.exists(`${prefix}{k}:tb`, `${prefix}{k}:fw`)).toBe(0)
+    expect(await redis.exists(...keys)).toBe(0)
     expect((await store.take('k', [p, other], 1)).allowed).toBe(true)
   })
 
@@ -367,6 +452,127 @@ describeRedis('state in Redis', () => {
       await expect(store.take('k', [p], cost)).rejects.toThrow(
         `redisStore: "cost" must be a positive integer, got ${cost}`,
       )
+      await expect(store.refund('k', [p], cost)).rejects.toThrow(RangeError)
+    }
+    await expect(store.take('k', [p], '2' as never)).rejects.toThrow(TypeError)
+  })
+
+  it('answers a cost beyond every limit with "never", on every path (issue 11: 1e308 threw)', async () => {
+    const policies = [
+      policy.fixedWindow('fw', { limit: 5, window: DAY }),
+      policy.slidingWindow('sw', { limit: 5, window: HOUR }),
+      policy.tokenBucket('tb', { limit: 5, window: HOUR }),
+      policy.warmUp('wu', { limit: 5, window: HOUR, warmUp: HOUR }),
+      policy.concurrency('conc', 5),
+    ]
+    for (const cost of [1e308, Number.MAX_SAFE_INTEGER + 1, 6]) {
+      for (const one of policies) {
+        const { allowed, results } = await store.take('k', [one], cost)
+        expect([one.name, allowed, results[0]!.retryAfterMs]).toEqual([
+          one.name,
+          false,
+          Number.POSITIVE_INFINITY,
+        ])
+      }
+      const all = await store.take('k', policies, cost)
+      expect(all.allowed).toBe(false)
+    }
+    // Nothing was taken.
+    expect((await store.get('k', policies)).map((r) => r.remaining)).toEqual([5, 5, 5, 1, 5])
+  })
+
+  it('never reports a negative remaining: a changed limit is another policy (issues 10, 15)', async () => {
+    const before = policy.fixedWindow('api', { limit: 5, window: DAY })
+    expect(await admitted('k', [before], 5)).toBe(5)
+    // Redeployed with a lower limit under the same name: it counts on its own state.
+    const after = policy.fixedWindow('api', { limit: 3, window: DAY })
+    const { results } = await store.take('k', [after], 1)
+    expect([results[0]!.allowed, results[0]!.remaining]).toEqual([true, 2])
+    const refused = await store.take('k', [before], 2)
+    expect(refused.results[0]!.remaining).toBe(0)
+  })
+})
+
+describeRedis('resetAll', () => {
+  it('deletes every key under its prefix, in SCAN batches with UNLINK, never KEYS', async () => {
+    const server = await startRedisServer()
+    try {
+      const admin = connect({ port: server.port })
+      const mine = redisStore({ client: connect({ port: server.port }), prefix: 'app:' })
+      // A prefix that extends this one belongs to another store.
+      const theirs = redisStore({ client: connect({ port: server.port }), prefix: 'app:x:' })
+      const slots = policy.concurrency('slots', 2)
+      const blocked = policy.fixedWindow('b', { limit: 1, window: DAY, block: { for: HOUR } })
+      const p = policy.slidingWindow('sw', { limit: 5, window: HOUR })
+      await Promise.all(Array.from({ length: 2_500 }, (_, i) => mine.take(`client-${i}`, [p], 1)))
+      await mine.take('k', [slots], 1)
+      await mine.take('k', [blocked], 1)
+      await mine.take('k', [blocked], 1)
+      await theirs.take('k', [p], 1)
+      await admin.set('app:other', '1')
+      await admin.config('RESETSTAT')
+      expect(await admin.dbsize()).toBe(2_500 + 3 + 1 + 1)
+      await mine.resetAll()
+      const stats = await admin.info('commandstats')
+      expect((await admin.keys('*')).sort()).toEqual(['app:other', stateKey('app:x:', 'k', p)])
+      expect(stats).not.toContain('cmdstat_keys')
+      expect(Number(/cmdstat_scan:calls=(\d+)/.exec(stats)?.[1])).toBeGreaterThanOrEqual(3)
+      expect(stats).toContain('cmdstat_unlink')
+      expect((await mine.take('k', [blocked], 1)).allowed).toBe(true)
+    } finally {
+      await server.stop()
     }
   })
+})
+
+describeRedis('one-policy scripts and the general script', () => {
+  const wide = policy.fixedWindow('wide', { limit: 1_000_000, window: DAY })
+  const cases: [string, Policy][] = [
+    ['fixed window', policy.fixedWindow('p', { limit: 7, window: DAY })],
+    ['sliding window', policy.slidingWindow('p', { limit: 7, window: HOUR, slots: 6 })],
+    ['token bucket', policy.tokenBucket('p', { limit: 7, window: HOUR, capacity: 5 })],
+    ['leaky bucket', policy.leakyBucket('p', { limit: 7, window: HOUR })],
+  ]
+
+  it.each(cases)('%s: keep one state, read and written alike by either', async (_, p) => {
+    const seen = (taken: TakeResult) => [taken.allowed, taken.results[0]!.remaining]
+    const costs = [1, 2, 1, 3, 1, 1, 2]
+    const alone: unknown[] = []
+    const mixed: unknown[] = []
+    for (const [i, cost] of costs.entries()) {
+      alone.push(seen(await store.take('alone', [p], cost)))
+      // The same sequence on another key, every other take through the general script.
+      mixed.push(seen(await store.take('mixed', i % 2 === 0 ? [p] : [p, wide], cost)))
+    }
+    expect(mixed).toEqual(alone)
+    const [a] = await store.get('alone', [p])
+    const [m] = await store.get('mixed', [p])
+    expect(m!.remaining).toBe(a!.remaining)
+    expect(Math.abs(m!.resetMs - a!.resetMs)).toBeLessThan(5_000)
+  })
+
+  // A leaky bucket admits one at a time: its second take is refused.
+  const bursty = cases.filter(([name]) => name !== 'leaky bucket')
+  it.each(bursty)(
+    '%s: the short reply gives the receipt and reset the long one does',
+    async (_, p) => {
+      // A fresh store asks for the time on its first call (long reply); the next is short.
+      const fresh = redisStore({ client: redis, prefix })
+      const [first] = (await fresh.take('k', [p], 1)).results
+      const [second] = (await fresh.take('k', [p], 1)).results
+      expect(second!.receipt).toBeDefined()
+      if (p.spec.algorithm === 'fixed-window' || p.spec.algorithm === 'sliding-window') {
+        expect(second!.receipt).toBe(first!.receipt)
+      } else {
+        expect(Math.abs(second!.receipt! - first!.receipt! - 3_600_000_000 / 7)).toBeLessThan(
+          5_000_000,
+        )
+      }
+      expect(Math.abs(second!.resetMs - first!.resetMs)).toBeLessThan(
+        p.spec.algorithm === 'fixed-window' || p.spec.algorithm === 'sliding-window'
+          ? 5_000
+          : HOUR / 7 + 5_000,
+      )
+    },
+  )
 })

@@ -1,8 +1,9 @@
+import diagnostics from 'node:diagnostics_channel'
 import type { TakeResult } from '@sluice/http'
-import type { Redis } from 'ioredis'
-import { afterEach, expect, it } from 'vitest'
-import { type OnError, type RedisStoreError, redisStore } from '../src/index'
-import { SCRIPT_SHA } from '../src/script'
+import { Redis } from 'ioredis'
+import { afterEach, expect, it, vi } from 'vitest'
+import { type OnError, RedisStoreError, redisStore } from '../src/index'
+import { FIXED_WINDOW } from '../src/scripts'
 import { connect, DAY, describeRedis, policy, sleep, uniquePrefix } from './helpers'
 import { type RedisServer, startRedisServer } from './redis-server'
 
@@ -43,14 +44,14 @@ async function answered<T>(call: Promise<T>): Promise<T> {
   }
 }
 
-function harness(port: number, onError: OnError) {
+function harness(port: number, onError: OnError, timeout = TIMEOUT) {
   const failures: RedisStoreError[] = []
   let recoveries = 0
   const prefix = uniquePrefix()
   const store = redisStore({
     client: quietClient(port),
     prefix,
-    timeout: TIMEOUT,
+    timeout,
     probeInterval: 50,
     onError,
     onFailure: (error) => failures.push(error),
@@ -98,13 +99,18 @@ function startLoad(store: ReturnType<typeof harness>['store']) {
   }
 }
 
-/** Keeps calling until the store's background probe has found Redis again. */
+/**
+ * Waits (polling, up to 20 s) until `done` holds: state that a background probe changes.
+ * It bounds the wait on a loaded machine; it times nothing.
+ */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 800 && !done(); i++) await sleep(25)
+  expect(done(), what).toBe(true)
+}
+
+/** Waits, without sending a request, until the store's background probe found Redis again. */
 async function untilRecovered(store: ReturnType<typeof harness>['store']): Promise<void> {
-  for (let i = 0; i < 400 && store.status === 'down'; i++) {
-    await answered(store.get('probe', [limit]))
-    await sleep(25)
-  }
-  expect(store.status).toBe('up')
+  await until(() => store.status === 'up', 'the store recovered')
 }
 
 const slot = policy.concurrency('slot', 1)
@@ -166,6 +172,8 @@ describeRedis.each(['deny', 'allow', 'local'] as const)("onError '%s'", (onError
     expectations[onError](await takes(store, 'during', 8))
     expect(await bulkheadRound(store)).toEqual(bulkheadExpectations[onError])
     expect(store.status).toBe('down')
+    // Reported once the probe of the failed shard failed too.
+    await until(() => failures.length > 0, 'the outage was reported')
     expect(failures).toHaveLength(1)
     expect(['ERR_SLUICE_REDIS', 'ERR_SLUICE_REDIS_TIMEOUT']).toContain(failures[0]!.code)
     expect(recoveries()).toBe(0)
@@ -212,6 +220,7 @@ describeRedis('a hung Redis', () => {
       false,
       false,
     ])
+    await until(() => failures.length > 0, 'the outage was reported')
     expect(failures.map((f) => f.code)).toEqual(['ERR_SLUICE_REDIS_TIMEOUT'])
     // reset has no onError answer: it reports the failure to its caller.
     await expect(answered(store.reset('hung', [limit]))).rejects.toMatchObject({
@@ -228,16 +237,157 @@ describeRedis('a hung Redis', () => {
 describeRedis('script cache', () => {
   it('reloads the script after SCRIPT FLUSH (NOSCRIPT) within the same call', async () => {
     const server = await startServer()
-    const redis = connect({ port: server.port })
+    const redis = quietClient(server.port)
     const store = redisStore({ client: redis, prefix: uniquePrefix() })
     expect((await store.take('k', [limit], 1)).allowed).toBe(true)
-    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([1])
+    expect(await redis.script('EXISTS', FIXED_WINDOW.sha)).toEqual([1])
     await redis.script('FLUSH')
-    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([0])
+    expect(await redis.script('EXISTS', FIXED_WINDOW.sha)).toEqual([0])
     const next = await store.take('k', [limit], 1)
     expect(next.allowed).toBe(true)
     expect(next.results[0]!.remaining).toBe(3)
-    expect(await redis.script('EXISTS', SCRIPT_SHA)).toEqual([1])
+    expect(await redis.script('EXISTS', FIXED_WINDOW.sha)).toEqual([1])
     expect(store.status).toBe('up')
+  })
+})
+
+describeRedis('reporting', () => {
+  it('reports a confirmed outage once as a SluiceWarning and on sluice:store, and the recovery without traffic', async () => {
+    const server = await startServer()
+    const warn = vi.spyOn(console, 'warn')
+    const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    const events: unknown[] = []
+    const listen = (message: unknown) => events.push(message)
+    diagnostics.subscribe('sluice:store', listen)
+    try {
+      const store = redisStore({
+        client: quietClient(server.port),
+        prefix: uniquePrefix(),
+        timeout: TIMEOUT,
+        probeInterval: 50,
+        onError: 'deny',
+      })
+      expect((await answered(store.take('k', [limit], 1))).allowed).toBe(true)
+      await server.stop()
+      for (let i = 0; i < 3; i++) await answered(store.take('k', [limit], 1))
+      await until(() => events.length > 0, 'the outage was published')
+      expect(events).toEqual([
+        { event: 'failure', store: 'redisStore', error: expect.any(RedisStoreError) },
+      ])
+      expect(warnings.mock.calls).toEqual([
+        [
+          expect.stringMatching(/^redisStore: Redis .* until it answers again$/),
+          { type: 'SluiceWarning', code: 'ERR_SLUICE_REDIS_DOWN' },
+        ],
+      ])
+      expect(warnings.mock.calls[0]![0]).toContain("answering with onError 'deny'")
+      // Back, and found by the background probe: no request is sent meanwhile.
+      await startServer(server.port)
+      await until(() => events.length > 1, 'the recovery was published')
+      expect(store.status).toBe('up')
+      expect(events[1]).toEqual({ event: 'recovery', store: 'redisStore' })
+      expect(warnings).toHaveBeenLastCalledWith(
+        'redisStore: Redis answers again; decisions are back on Redis',
+        { type: 'SluiceWarning', code: 'ERR_SLUICE_REDIS_RECOVERED' },
+      )
+      expect(warnings).toHaveBeenCalledTimes(2)
+      expect(warn).not.toHaveBeenCalled()
+    } finally {
+      diagnostics.unsubscribe('sluice:store', listen)
+      warn.mockRestore()
+      warnings.mockRestore()
+    }
+  })
+
+  it('is not an outage when the probe answers: a stall shorter than two timeouts is not reported', async () => {
+    const server = await startRedisServer({ args: ['--enable-debug-command', 'yes'] })
+    servers.push(server)
+    const { store, failures } = harness(server.port, 'deny', 400)
+    expect((await answered(store.take('k', [limit], 1))).allowed).toBe(true)
+    const admin = quietClient(server.port)
+    // Redis stops answering for half a second: the take gives up after 400 ms, and the
+    // probe sent then is answered within its own 400 ms.
+    const stall = admin.call('DEBUG', 'SLEEP', '0.5')
+    await sleep(20)
+    expect((await answered(store.take('k', [limit], 1))).allowed).toBe(false)
+    await stall
+    await until(() => store.status === 'up', 'the probe answered')
+    expect(failures).toEqual([])
+    expect((await answered(store.take('k', [limit], 1))).allowed).toBe(true)
+  })
+})
+
+describeRedis('startup', () => {
+  it('waits for a client that is still connecting (enableOfflineQueue: false) instead of reporting an outage', async () => {
+    const server = await startServer()
+    const client = new Redis({ host: '127.0.0.1', port: server.port, enableOfflineQueue: false })
+    client.on('error', () => {})
+    try {
+      expect(client.status).toBe('connecting')
+      const failures: RedisStoreError[] = []
+      const store = redisStore({
+        client,
+        prefix: uniquePrefix(),
+        onError: 'deny',
+        onFailure: (error) => failures.push(error),
+      })
+      // Sent before the connection is up: ioredis itself would refuse it.
+      const taken = await answered(store.take('k', [limit], 1))
+      expect(taken.allowed).toBe(true)
+      expect(failures).toEqual([])
+      expect(store.status).toBe('up')
+    } finally {
+      client.disconnect()
+    }
+  })
+})
+
+describeRedis("onError 'local': the bound across processes", () => {
+  // Two stores with their own local fallback stand for two processes (N = 2).
+  function processes(port: number) {
+    const prefix = uniquePrefix()
+    return [0, 1].map(() =>
+      redisStore({
+        client: quietClient(port),
+        prefix,
+        timeout: TIMEOUT,
+        probeInterval: 50,
+        onError: 'local',
+        onFailure: () => {},
+        onRecovery: () => {},
+      }),
+    )
+  }
+
+  async function admittedBy(stores: ReturnType<typeof processes>, attempts: number) {
+    let admitted = 0
+    for (let i = 0; i < attempts; i++) {
+      if ((await answered(stores[i % 2]!.take('k', [limit], 1))).allowed) admitted++
+    }
+    return admitted
+  }
+
+  it('admits at most (N + 1) × limit in a window that overlaps an outage Redis survives', async () => {
+    const server = await startServer()
+    const stores = processes(server.port)
+    expect(await admittedBy(stores, 8)).toBe(5)
+    server.pause()
+    // Each process admits the whole limit on its own.
+    expect(await admittedBy(stores, 16)).toBe(10)
+    server.resume()
+    for (const store of stores) await until(() => store.status === 'up', 'recovered')
+    // Redis kept its count: the window's budget is spent there.
+    expect(await admittedBy(stores, 8)).toBe(0)
+  })
+
+  it('and (N + 2) × limit when Redis comes back empty (restarted without persistence)', async () => {
+    const server = await startServer()
+    const stores = processes(server.port)
+    expect(await admittedBy(stores, 8)).toBe(5)
+    await server.stop()
+    expect(await admittedBy(stores, 16)).toBe(10)
+    await startServer(server.port)
+    for (const store of stores) await until(() => store.status === 'up', 'recovered')
+    expect(await admittedBy(stores, 8)).toBe(5)
   })
 })

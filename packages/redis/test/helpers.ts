@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { LimiterSpec } from '@sluice/core'
-import type { Policy } from '@sluice/http'
+import type { BlockOptions, Policy, PolicyOptions } from '@sluice/http'
+import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, describe, inject } from 'vitest'
 
@@ -32,33 +33,28 @@ export function uniquePrefix(): string {
 type Spec<A extends LimiterSpec['algorithm']> = Omit<
   Extract<LimiterSpec, { algorithm: A }>,
   'algorithm'
->
+> & { window: number; block?: BlockOptions }
 
 /**
- * A validated policy as `@sluice/http` builds them: durations in milliseconds, `limit` and
- * `windowMs` filled in.
+ * A validated policy as `@sluice/http` builds them (`compilePolicy`): durations in
+ * milliseconds, defaults filled in, `id` from name and spec.
  */
 export const policy = {
-  tokenBucket: (name: string, spec: Spec<'token-bucket'> & { window: number }): Policy =>
+  tokenBucket: (name: string, spec: Spec<'token-bucket'>): Policy =>
     timed(name, { algorithm: 'token-bucket', ...spec }),
-  leakyBucket: (name: string, spec: Spec<'leaky-bucket'> & { window: number }): Policy =>
+  leakyBucket: (name: string, spec: Spec<'leaky-bucket'>): Policy =>
     timed(name, { algorithm: 'leaky-bucket', ...spec }),
-  fixedWindow: (name: string, spec: Spec<'fixed-window'> & { window: number }): Policy =>
+  fixedWindow: (name: string, spec: Spec<'fixed-window'>): Policy =>
     timed(name, { algorithm: 'fixed-window', ...spec }),
-  slidingWindow: (name: string, spec: Spec<'sliding-window'> & { window: number }): Policy =>
+  slidingWindow: (name: string, spec: Spec<'sliding-window'>): Policy =>
     timed(name, { algorithm: 'sliding-window', ...spec }),
-  warmUp: (name: string, spec: Spec<'warm-up'> & { window: number; warmUp: number }): Policy =>
+  warmUp: (name: string, spec: Spec<'warm-up'> & { warmUp: number }): Policy =>
     timed(name, { algorithm: 'warm-up', ...spec }),
-  concurrency: (name: string, max: number): Policy => ({
-    name,
-    spec: { algorithm: 'concurrency', name, max },
-    limit: max,
-    windowMs: 0,
-  }),
+  concurrency: (name: string, max: number): Policy => concurrencyPolicy(name, max),
 }
 
-function timed(name: string, spec: LimiterSpec & { limit: number; window: number }): Policy {
-  return { name, spec: { ...spec, name }, limit: spec.limit, windowMs: spec.window }
+function timed(name: string, options: PolicyOptions): Policy {
+  return compilePolicy({ ...options, name }, 'test')
 }
 
 export const SECOND = 1_000

@@ -38,8 +38,12 @@ export function freePort(): Promise<number> {
 /** A `redis-server` child process owned by a test. */
 export interface RedisServer {
   readonly port: number
+  /** True while the process runs and is not paused. */
+  readonly alive: boolean
   /** Kills the server (SIGTERM, then SIGKILL) and waits until it has exited. */
   stop(): Promise<void>
+  /** Crashes the server (SIGKILL: no shutdown, no goodbye to its replicas) and waits for it. */
+  kill(): Promise<void>
   /** Freezes the process (SIGSTOP): connections stay open and nothing answers, like a hung host. */
   pause(): void
   /** Thaws a paused server (SIGCONT). */
@@ -91,13 +95,23 @@ export async function startRedisServer(options: StartOptions = {}): Promise<Redi
     await exited
     throw error
   }
+  let paused = false
   return {
     port,
+    get alive() {
+      return !paused && child.exitCode === null && child.signalCode === null
+    },
     stop: () => stopChild(child, exited),
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    },
     pause: () => {
+      paused = true
       child.kill('SIGSTOP')
     },
     resume: () => {
+      paused = false
       child.kill('SIGCONT')
     },
   }

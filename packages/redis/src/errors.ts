@@ -1,0 +1,63 @@
+/**
+ * Why a Redis call failed: `ERR_SLUICE_REDIS_TIMEOUT` (no answer within `timeout`) or
+ * `ERR_SLUICE_REDIS` (the client or server reported an error, kept as `cause`). Handed to
+ * `onFailure`, published on the `sluice:store` channel, and thrown by `reset` and
+ * `resetAll`, which have no `onError` answer.
+ *
+ * @example
+ * ```ts
+ * redisStore({
+ *   client,
+ *   onFailure: (error) => metrics.increment('redis_store_failure', { code: error.code }),
+ * })
+ * ```
+ */
+export class RedisStoreError extends Error {
+  override readonly name = 'RedisStoreError'
+  readonly code: 'ERR_SLUICE_REDIS_TIMEOUT' | 'ERR_SLUICE_REDIS'
+
+  constructor(code: RedisStoreError['code'], message: string, options?: { cause: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}
+
+/** The error of a call that got no answer within `ms`. */
+export function timeoutError(ms: number): RedisStoreError {
+  return new RedisStoreError(
+    'ERR_SLUICE_REDIS_TIMEOUT',
+    `redisStore: Redis did not answer within ${ms} ms`,
+  )
+}
+
+/** Any failure of a call, as a {@link RedisStoreError} (the original kept as `cause`). */
+export function toStoreError(error: unknown): RedisStoreError {
+  if (error instanceof RedisStoreError) return error
+  return new RedisStoreError('ERR_SLUICE_REDIS', `redisStore: Redis failed: ${messageOf(error)}`, {
+    cause: error,
+  })
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof RedisStoreError && error.cause !== undefined) return messageOf(error.cause)
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Redis restarted or flushed its script cache: the script must be sent again. */
+export function isNoScript(error: unknown): boolean {
+  return messageOf(error).startsWith('NOSCRIPT')
+}
+
+/** A key of the call holds a value of another type (written by something else). */
+export function isWrongType(error: unknown): boolean {
+  return messageOf(error).startsWith('WRONGTYPE')
+}
+
+/**
+ * A failure of this call's keys, not of the shard: TRYAGAIN (a multi-key call on a slot
+ * being migrated, some keys moved or expired), also when the Cluster client gave up
+ * retrying it. The decision is answered by `onError`; the store stays up.
+ */
+export function isKeyLevel(error: unknown): boolean {
+  return /\bTRYAGAIN\b/.test(messageOf(error))
+}
