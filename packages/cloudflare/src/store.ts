@@ -16,7 +16,7 @@ import {
   type Store,
   type TakeResult,
 } from '@sluice/http'
-import { storeChannel } from '@sluice/http/adapter'
+import { emitWarning, storeChannel } from '@sluice/http/adapter'
 import type { Operation, WireResult, WireTake } from './protocol'
 
 /** The part of a Durable Object stub the store uses: `fetch(url, init)`. */
@@ -61,9 +61,9 @@ export interface DurableObjectStoreOptions {
    * uncounted, `'local'` counts in a `memoryStore()` of this isolate. Default `'local'`.
    */
   onError?: OnError
-  /** Called once when the objects start failing (not once per request). Default: one `console.warn`. */
+  /** Called once when the objects start failing (not once per request). Default: one `SluiceWarning`. */
   onFailure?: (error: DurableObjectStoreError) => void
-  /** Called once when they answer again. Default: one `console.warn`. */
+  /** Called once when they answer again. Default: one `SluiceWarning`. */
   onRecovery?: () => void
   /**
    * How long a concurrency slot is held at most: an isolate that dies while holding one
@@ -480,14 +480,22 @@ function checkCost(cost: number): void {
 
 function warnFailure(onError: OnError): (error: DurableObjectStoreError) => void {
   return (error) => {
-    console.warn(
-      `[sluice] ${error.message}; answering with onError '${onError}' until the objects answer again (${error.code})`,
+    emitWarning(
+      FACTORY,
+      'ERR_SLUICE_DO_DOWN',
+      `${error.message.replace(`${FACTORY}: `, '')} (${error.code}); answering with onError '${onError}' until the objects answer again`,
+      true,
     )
   }
 }
 
 function warnRecovery(): void {
-  console.warn('[sluice] durableObjectStore: the Durable Objects answer again')
+  emitWarning(
+    FACTORY,
+    'ERR_SLUICE_DO_RECOVERED',
+    'the Durable Objects answer again; decisions are back on them',
+    true,
+  )
 }
 
 // A throwing hook must not turn a decision into an error.

@@ -47,7 +47,7 @@ export function rawHeader(c: Context, name: string): string | undefined {
 }
 
 /**
- * True inside Cloudflare Workers (workerd), whose `navigator.userAgent` says so. There
+ * True inside Cloudflare Workers (workerd), whose user agent (on `navigator`) says so. There
  * `c.env` holds the Worker's bindings, not the connection, and the edge tells the client
  * address in a header instead.
  */

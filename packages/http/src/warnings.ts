@@ -75,13 +75,21 @@ const given = new Set<string>()
  * emitWarning('rateLimit', 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY', 'X-Forwarded-For arrived ...')
  * ```
  */
-export function emitWarning(factory: string, code: string, message: string): void {
+export function emitWarning(
+  factory: string,
+  code: string,
+  message: string,
+  /** Give it every time (a store's outages and recoveries), not once per process. */
+  every = false,
+): void {
   const text = `${factory}: ${message} (see ${HELP}${code}.md)`
   // Keyed without the factory: a proxy warning is about the app, not about which of its
   // middlewares (rateLimit, bulkhead) saw the request first.
   const key = `${code}\u0000${message}`
-  if (given.has(key)) return
-  given.add(key)
+  if (!every) {
+    if (given.has(key)) return
+    given.add(key)
+  }
   const host = (globalThis as { process?: Partial<WarningProcess> }).process
   if (typeof host?.emitWarning === 'function') {
     host.emitWarning(text, { type: 'SluiceWarning', code })

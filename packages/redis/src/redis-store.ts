@@ -529,6 +529,7 @@ class RedisBackedStore implements RedisStore {
           FACTORY,
           'ERR_SLUICE_REDIS_DOWN',
           `${error.message.replace(/^redisStore: /, '')} (${error.code}); answering with onError '${this.#onError}' until it answers again`,
+          true,
         )
     })
     if (storeChannel.hasSubscribers) {
@@ -545,6 +546,7 @@ class RedisBackedStore implements RedisStore {
           FACTORY,
           'ERR_SLUICE_REDIS_RECOVERED',
           'Redis answers again; decisions are back on Redis',
+          true,
         )
     })
     if (storeChannel.hasSubscribers) storeChannel.publish({ event: 'recovery', store: FACTORY })

@@ -276,7 +276,9 @@ describeRedis('reporting', () => {
       ])
       expect(warnings.mock.calls).toEqual([
         [
-          expect.stringMatching(/^redisStore: Redis .* until it answers again$/),
+          expect.stringMatching(
+            /^redisStore: Redis .* until it answers again \(see https:.*ERR_SLUICE_REDIS_DOWN\.md\)$/,
+          ),
           { type: 'SluiceWarning', code: 'ERR_SLUICE_REDIS_DOWN' },
         ],
       ])
@@ -287,7 +289,7 @@ describeRedis('reporting', () => {
       expect(store.status).toBe('up')
       expect(events[1]).toEqual({ event: 'recovery', store: 'redisStore' })
       expect(warnings).toHaveBeenLastCalledWith(
-        'redisStore: Redis answers again; decisions are back on Redis',
+        'redisStore: Redis answers again; decisions are back on Redis (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_REDIS_RECOVERED.md)',
         { type: 'SluiceWarning', code: 'ERR_SLUICE_REDIS_RECOVERED' },
       )
       expect(warnings).toHaveBeenCalledTimes(2)
