@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module'
 import { Redis } from 'ioredis'
+import { findRedisServer, startRedisServer } from '../../../packages/redis/test/redis-server'
 import { pairedRatio, percentile, type Summary, summarize } from '../stats'
 import { type Decide, REDIS_CONTENDERS, type RedisContender } from './contenders'
 import { measureOverhead, type OverheadResult } from './overhead'
-import { type BenchRedis, findRedisServer, startBenchRedis } from './server'
 
 /** One load shape: requests in flight at once, and how many client keys they spread over. */
 export interface RedisScenario {
@@ -130,13 +130,13 @@ export async function runRedisBench(
   log: (line: string) => void,
   sampling = REDIS_SAMPLING,
 ): Promise<RedisBenchResult | undefined> {
-  const bin = findRedisServer()
-  if (bin === undefined) {
+  if (findRedisServer() === undefined) {
     log('  redis-server not found (PATH or $REDIS_SERVER): Redis comparison skipped')
     return undefined
   }
-  const server: BenchRedis = await startBenchRedis(bin)
+  const server = await startRedisServer()
   const admin = new Redis({ host: '127.0.0.1', port: server.port })
+  const redisVersion = /redis_version:([\d.]+)/.exec(await admin.info('server'))?.[1] ?? 'unknown'
   const opened = await Promise.all(REDIS_CONTENDERS.map((c) => c.open(server.port)))
   try {
     const results: RedisScenarioResult[] = REDIS_SCENARIOS.map((scenario) => ({
@@ -187,7 +187,7 @@ export async function runRedisBench(
     const overhead = await measureOverhead(sampling.rounds)
     return {
       overhead,
-      redisVersion: server.version,
+      redisVersion,
       ioredisVersion: installedIoredis(),
       rounds: sampling.rounds,
       seconds: sampling.seconds,
