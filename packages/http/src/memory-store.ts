@@ -3,6 +3,7 @@ import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/intern
 import { describe, readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { KeyIndex } from './key-index'
 import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
+import { countStrike, type StrikeCount } from './strikes'
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -108,6 +109,8 @@ const STRIKE_WIDTH = 4
 class StrikeTable {
   readonly index: KeyIndex
   #state = new Float64Array(0)
+  /** One key's strikes while they are counted, so a refusal allocates nothing. */
+  readonly #scratch: StrikeCount = { count: 0, since: 0, until: 0 }
 
   constructor(maxKeys: number) {
     this.index = new KeyIndex(maxKeys, (rows) => {
@@ -144,20 +147,12 @@ class StrikeTable {
   strike(key: string, block: Penalty, windowMs: number, now: number): number {
     let row = this.#rowOf(key, now)
     const at = STRIKE_WIDTH * row
-    let count = row === -1 ? 0 : (this.#state[at] as number)
-    let since = row === -1 ? now : (this.#state[at + 1] as number)
-    let until = row === -1 ? 0 : (this.#state[at + 2] as number)
-    if (now - since >= windowMs) {
-      count = 0
-      since = now
-      until = 0
-    }
-    count++
-    if (count >= block.after) {
-      count = 0
-      since = now
-      until = now + block.forMs
-    }
+    const strikes = this.#scratch
+    strikes.count = row === -1 ? 0 : (this.#state[at] as number)
+    strikes.since = row === -1 ? now : (this.#state[at + 1] as number)
+    strikes.until = row === -1 ? 0 : (this.#state[at + 2] as number)
+    countStrike(strikes, block, windowMs, now)
+    const { count, since, until } = strikes
     if (row === -1) row = this.index.insert(key)
     // Kept while it can still matter: until the block ends or the strikes' window closes.
     const keepFor = Math.max(1, Math.ceil(Math.max(until, since + windowMs) - now))

@@ -1,6 +1,7 @@
 import { type Clock, createLimiter, type NormalizedSpec } from '@sluice/core'
 import { isPortable, type PortableRateLimiter } from '@sluice/core/internal'
 import type { Penalty, Policy } from './store'
+import { countStrike } from './strikes'
 
 /**
  * What of a policy a store needs to decide on state kept as data: the fields that make
@@ -112,20 +113,10 @@ class RateEntry {
    * memory store's rule). Returns the block's length, or 0.
    */
   strike(now: number, block: Penalty): number {
-    let { count, since, until } = this.strikes ?? { count: 0, since: now, until: 0 }
-    if (now - since >= this.#policy.windowMs) {
-      count = 0
-      since = now
-      until = 0
-    }
-    count++
-    if (count >= block.after) {
-      count = 0
-      since = now
-      until = now + block.forMs
-    }
-    this.strikes = { count, since, until }
-    return until > now ? block.forMs : 0
+    const strikes = { ...(this.strikes ?? { count: 0, since: now, until: 0 }) }
+    countStrike(strikes, block, this.#policy.windowMs, now)
+    this.strikes = strikes
+    return strikes.until > now ? block.forMs : 0
   }
 
   /** Milliseconds until the record is worth nothing; undefined for warm-up (never). */
