@@ -1,8 +1,8 @@
 import type { Reporter, SerializedError, TestModule } from 'vitest/node'
 
 /**
- * Prints the one closing line CI reads: `N passed, N failed` (plus skipped when any),
- * summed over every test file of every project. A file that fails to load and an
+ * Prints the one closing line CI reads, `N passed, N failed`, alone and last (the skipped
+ * count, when any, on the line before it), summed over every test file of every project. A file that fails to load and an
  * unhandled error each count as one failure, so they can never hide behind a green count.
  */
 export default class SummaryReporter implements Reporter {
@@ -24,7 +24,7 @@ export default class SummaryReporter implements Reporter {
       }
       if (mod.errors().length > 0 || (tests === 0 && mod.state() === 'failed')) failed++
     }
-    const tail = skipped > 0 ? `, ${skipped} skipped` : ''
-    process.stdout.write(`\n${passed} passed, ${failed} failed${tail}\n`)
+    const skippedLine = skipped > 0 ? `${skipped} skipped\n` : ''
+    process.stdout.write(`\n${skippedLine}${passed} passed, ${failed} failed\n`)
   }
 }
