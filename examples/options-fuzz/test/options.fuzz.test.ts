@@ -15,6 +15,7 @@ import * as fastify from '@sluice/fastify'
 import * as hono from '@sluice/hono'
 import { keys, memoryStore } from '@sluice/http'
 import * as koa from '@sluice/koa'
+import { redisStore } from '@sluice/redis'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 
@@ -166,6 +167,28 @@ const core: Subject[] = [
     base: {},
     known: ['maxKeys', 'clock'],
     ranged: { maxKeys: 'positive' },
+  },
+  {
+    name: 'redisStore',
+    // A sendCommand function is a client too: nothing connects, nothing is sent.
+    build: (o) => redisStore(o as never),
+    base: { client: async () => 'OK' },
+    known: [
+      'client',
+      'prefix',
+      'timeout',
+      'onError',
+      'onFailure',
+      'onRecovery',
+      'leaseTtl',
+      'probeInterval',
+      'local',
+    ],
+    ranged: {
+      timeout: 'positiveDuration',
+      leaseTtl: 'positiveDuration',
+      probeInterval: 'positiveDuration',
+    },
   },
   {
     name: 'keys.ip',
