@@ -1,4 +1,4 @@
-import { ALGORITHMS } from '@sluice/core'
+import { ALGORITHMS, type Algorithm } from '@sluice/core'
 import type { ContenderResult, ScenarioResult } from './decision'
 import type { HeapLine } from './heap'
 import type { AppResult } from './http'
@@ -85,6 +85,39 @@ export function largestKeyed(decision: readonly ScenarioResult[]): ScenarioResul
     )
 }
 
+/** The memory store's bytes per key for `algorithm`, judged on the run's largest keyed scenario. */
+function bytesPerKeyRow(
+  large: ScenarioResult | undefined,
+  algorithm: Algorithm,
+): Omit<TargetRow, 'issue'> {
+  const id = `sluice/${algorithm}@store`
+  const keys = large?.scenario.keys ?? 0
+  const target = `Memory store, ${algorithm}: ≤ ${BYTES_PER_KEY} bytes per key at 1,000,000 keys`
+  const result = find(large, id)
+  if (result?.bytesPerKey === undefined || !Number.isFinite(result.bytesPerKey)) {
+    return { target, measured: 'not measured', met: undefined }
+  }
+  if (keys < 1_000_000) {
+    return {
+      target,
+      measured: `${result.bytesPerKey.toFixed(1)} B/key at ${keys.toLocaleString('en-US')} keys (not a 1M run)`,
+      met: undefined,
+    }
+  }
+  const met = result.bytesPerKey <= BYTES_PER_KEY
+  return {
+    target,
+    measured: `${result.bytesPerKey.toFixed(1)} B/key`,
+    met,
+    ...(met
+      ? {}
+      : {
+          miss: `${(result.bytesPerKey - BYTES_PER_KEY).toFixed(0)} B/key over`,
+          evidence: { kind: 'heap', contender: id },
+        }),
+  }
+}
+
 function issue7(measured: Measured): TargetRow[] {
   const rows: Omit<TargetRow, 'issue'>[] = []
   const hot = measured.decision.find((s) => s.scenario.shape === 'hot')
@@ -162,33 +195,7 @@ function issue7(measured: Measured): TargetRow[] {
   }
 
   for (const algorithm of ['token-bucket', 'fixed-window'] as const) {
-    const id = `sluice/${algorithm}@store`
-    const keys = large?.scenario.keys ?? 0
-    const target = `Memory store, ${algorithm}: ≤ ${BYTES_PER_KEY} bytes per key at 1,000,000 keys`
-    const result = find(large, id)
-    if (result?.bytesPerKey === undefined || keys < 1_000_000) {
-      rows.push({
-        target,
-        measured:
-          result?.bytesPerKey === undefined
-            ? 'not measured'
-            : `${result.bytesPerKey.toFixed(0)} B/key at ${keys.toLocaleString('en-US')} keys (not a 1M run)`,
-        met: undefined,
-      })
-      continue
-    }
-    const met = result.bytesPerKey <= BYTES_PER_KEY
-    rows.push({
-      target,
-      measured: `${result.bytesPerKey.toFixed(1)} B/key`,
-      met,
-      ...(met
-        ? {}
-        : {
-            miss: `${(result.bytesPerKey - BYTES_PER_KEY).toFixed(0)} B/key over`,
-            evidence: { kind: 'heap', contender: id },
-          }),
-    })
+    rows.push(bytesPerKeyRow(large, algorithm))
   }
 
   for (const framework of ['express', 'koa', 'hono'] as const) {
@@ -350,34 +357,7 @@ function issue13(measured: Measured): TargetRow[] {
   }
 
   for (const algorithm of RATE_ALGORITHMS) {
-    const id = `sluice/${algorithm}@store`
-    const keys = large?.scenario.keys ?? 0
-    const target = `Memory store, ${algorithm}: ≤ ${BYTES_PER_KEY} bytes per key at 1,000,000 keys`
-    const result = find(large, id)
-    if (result?.bytesPerKey === undefined || !Number.isFinite(result.bytesPerKey)) {
-      rows.push({ target, measured: 'not measured', met: undefined })
-      continue
-    }
-    if (keys < 1_000_000) {
-      rows.push({
-        target,
-        measured: `${result.bytesPerKey.toFixed(1)} B/key at ${keys.toLocaleString('en-US')} keys (not a 1M run)`,
-        met: undefined,
-      })
-      continue
-    }
-    const met = result.bytesPerKey <= BYTES_PER_KEY
-    rows.push({
-      target,
-      measured: `${result.bytesPerKey.toFixed(1)} B/key`,
-      met,
-      ...(met
-        ? {}
-        : {
-            miss: `${(result.bytesPerKey - BYTES_PER_KEY).toFixed(0)} B/key over`,
-            evidence: { kind: 'heap', contender: id },
-          }),
-    })
+    rows.push(bytesPerKeyRow(large, algorithm))
   }
 
   for (const algorithm of RATE_ALGORITHMS) {
