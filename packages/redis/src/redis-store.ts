@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { rangeError, typeError } from '@sluice/core/validation'
 import {
+  type AsyncStore,
   type Lease,
   memoryStore,
   type Policy,
@@ -45,17 +46,7 @@ import { GENERAL } from './scripts'
  * app.get('/health', (req, res) => res.json({ redis: store.status }))
  * ```
  */
-export interface RedisStore extends Store {
-  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
-  refund(
-    key: string,
-    policies: readonly Policy[],
-    cost: number,
-    receipts?: readonly (number | undefined)[],
-  ): Promise<void>
-  release(key: string, policy: Policy, lease: Lease): Promise<void>
-  get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
-  reset(key: string, policies?: readonly Policy[]): Promise<void>
+export interface RedisStore extends AsyncStore {
   /**
    * Deletes every key under the store's prefix (`SCAN` in batches and `UNLINK`, never
    * `KEYS`; on an ioredis Cluster, on every master), and forgets the `onError: 'local'`
