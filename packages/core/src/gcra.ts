@@ -143,7 +143,17 @@ export abstract class GcraLimiter implements PortableRateLimiter {
    */
   quota(permits: number, allowed: boolean, out: Quota): void {
     const ms = this.clock.now()
-    const available = this.availablePermits()
+    this.report(ms, this.availablePermits(), permits, allowed, out)
+  }
+
+  /** Fills `out` at `ms` for a decision on `permits` that left `available` (see {@link quota}). */
+  protected report(
+    ms: number,
+    available: number,
+    permits: number,
+    allowed: boolean,
+    out: Quota,
+  ): void {
     out.available = available
     out.resetMs = available < this.capacity ? this.delayAt(ms, available + 1) : 0
     out.retryAfterMs = allowed
@@ -309,14 +319,7 @@ export class ConstantGcraLimiter extends GcraLimiter implements CompactRateLimit
     const now = ms * this.scale
     const debt = this.tat > now ? this.tat - now : 0
     const free = Math.floor((this.tolerance - debt) / this.steady)
-    const available = free <= 0 ? 0 : Math.min(free, this.capacity)
-    out.available = available
-    out.resetMs = available < this.capacity ? this.delayAt(ms, available + 1) : 0
-    out.retryAfterMs = allowed
-      ? 0
-      : permits > this.capacity
-        ? Number.POSITIVE_INFINITY
-        : this.delayAt(ms, permits)
+    this.report(ms, free <= 0 ? 0 : Math.min(free, this.capacity), permits, allowed, out)
   }
 
   protected override admitsAt(ms: number, permits: number): boolean {
