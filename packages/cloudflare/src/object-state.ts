@@ -1,5 +1,5 @@
 import type { Clock } from '@sluice/core'
-import { type SlotsRecord, type StoredRecord, StoredState } from '@sluice/http/adapter'
+import { type SlotsRecord, type StoredRecord, StoredState } from '@sluice/keyed/store'
 import type { Operation, WirePolicy, WireResult, WireTake } from './protocol'
 
 /**

@@ -1,4 +1,4 @@
-import type { StoredPolicy } from '@sluice/http/adapter'
+import type { StoredPolicy } from '@sluice/keyed/store'
 
 /** A policy as it travels to the object: what decides, not how it is shown. */
 export type WirePolicy = StoredPolicy

@@ -15,8 +15,8 @@ import {
   type PolicyResult,
   type Store,
   type TakeResult,
-} from '@sluice/http'
-import { emitWarning, storeChannel } from '@sluice/http/adapter'
+} from '@sluice/keyed'
+import { emitWarning, storeChannel } from '@sluice/keyed/store'
 import type { Operation, WireResult, WireTake } from './protocol'
 
 /** The part of a Durable Object stub the store uses: `fetch(url, init)`. */

@@ -6,8 +6,8 @@ import {
   readOptions,
   readPositiveDuration,
 } from '@sluice/core/validation'
-import type { AsyncStore, Policy, PolicyResult } from '@sluice/http'
-import { type StoredRecord, type StoredResult, StoredState } from '@sluice/http/adapter'
+import type { AsyncStore, Policy, PolicyResult } from '@sluice/keyed'
+import { type StoredRecord, type StoredResult, StoredState } from '@sluice/keyed/store'
 
 /** A Deno KV key: an array of parts. */
 export type KvKey = readonly (string | number | bigint | boolean | symbol | Uint8Array)[]

@@ -6,6 +6,38 @@
  *
  * @module
  */
+
+export {
+  adaptiveChannel,
+  boundedKey,
+  bulkheadChannel,
+  type Channel,
+  claimPolicies,
+  compilePolicy,
+  compilePolicyList,
+  concurrencyPolicy,
+  createdInsideRequest,
+  defaultName,
+  emitWarning,
+  forgetWarnings,
+  formatDuration,
+  isPromiseLike,
+  MAX_KEY_LENGTH,
+  type MaybePromise,
+  makePolicy,
+  type RateRecord,
+  rateLimitChannel,
+  type SlotsRecord,
+  type StoredChange,
+  type StoredLease,
+  type StoredPolicy,
+  type StoredRecord,
+  type StoredResult,
+  StoredState,
+  type Strikes,
+  storeChannel,
+  whenSettled,
+} from '@sluice/keyed/store'
 export type { RequestAccessors, ResponseAccessors } from './accessors'
 export { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 export { type Decision, primaryIndex, type RateLimitInfo } from './decision'
@@ -19,13 +51,6 @@ export {
   SKIPPED,
   TEMPORARY_REDUCED_CAPACITY,
 } from './engine'
-export {
-  adaptiveChannel,
-  bulkheadChannel,
-  type Channel,
-  rateLimitChannel,
-  storeChannel,
-} from './events'
 export {
   type BulkheadHandles,
   methodDecorator,
@@ -41,17 +66,7 @@ export {
   retryAfterSeconds,
   toSeconds,
 } from './headers'
-export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
-export {
-  claimPolicies,
-  compilePolicy,
-  compilePolicyList,
-  concurrencyPolicy,
-  defaultName,
-  formatDuration,
-  makePolicy,
-  PolicySource,
-} from './policy'
+export { PolicySource } from './policy'
 export {
   type ProxyCheck,
   ProxyChecks,
@@ -67,22 +82,4 @@ export {
   type RateLimitOptions,
   type WaitingOptions,
 } from './rate-limit-engine'
-export { boundedKey, MAX_KEY_LENGTH } from './request-key'
-export {
-  type RateRecord,
-  type SlotsRecord,
-  type StoredChange,
-  type StoredLease,
-  type StoredPolicy,
-  type StoredRecord,
-  type StoredResult,
-  StoredState,
-  type Strikes,
-} from './stored-state'
-export {
-  createdInsideRequest,
-  emitWarning,
-  enabledChecks,
-  forgetWarnings,
-  type ValidateOption,
-} from './warnings'
+export { enabledChecks, type ValidateOption } from './validate'

@@ -1,11 +1,10 @@
 import { ManualClock } from '@sluice/core'
+import { memoryStore } from '@sluice/keyed'
+import { bulkheadChannel, isPromiseLike } from '@sluice/keyed/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 import type { Outcome } from './engine'
-import { bulkheadChannel } from './events'
-import { isPromiseLike } from './maybe-promise'
-import { memoryStore } from './memory-store'
 import { RateLimitEngine } from './rate-limit-engine'
 import { listen } from './testing'
 

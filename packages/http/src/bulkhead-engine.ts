@@ -7,6 +7,17 @@ import {
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
+import type { Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
+import {
+  adaptiveChannel,
+  type BulkheadEvent,
+  bulkheadChannel,
+  claimPolicies,
+  concurrencyPolicy,
+  isPromiseLike,
+  type MaybePromise,
+  policyName,
+} from '@sluice/keyed/store'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
 import {
@@ -17,13 +28,9 @@ import {
   type Refusal,
   TEMPORARY_REDUCED_CAPACITY,
 } from './engine'
-import { adaptiveChannel, type BulkheadEvent, bulkheadChannel } from './events'
 import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
 import { GLOBAL_KEY, global, type KeyExtractor } from './keys'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
-import { claimPolicies, concurrencyPolicy, policyName } from './policy'
 import { decision } from './rate-limit-engine'
-import type { Policy, PolicyResult, TakeResult } from './store'
 
 /**
  * Options of `bulkhead()`, the same in every adapter.

@@ -1,4 +1,4 @@
-import type { PolicyResult } from './store'
+import type { PolicyResult } from '@sluice/keyed/store'
 
 /**
  * What a handler sees of a rate-limit decision (`req.rateLimit`, `ctx.state.rateLimit`,

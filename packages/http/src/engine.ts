@@ -1,15 +1,19 @@
 import type { Clock } from '@sluice/core'
 import { readBoolean, readClock, readFunction, typeError } from '@sluice/core/validation'
+import { memoryStore } from '@sluice/keyed'
+import type { Store } from '@sluice/keyed/store'
+import {
+  createdInsideRequest,
+  emitWarning,
+  isPromiseLike,
+  type MaybePromise,
+} from '@sluice/keyed/store'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
 import { retryAfterSeconds } from './headers'
 import type { KeyExtractor } from './keys'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
-import { memoryStore } from './memory-store'
 import { KeyNormalizer } from './request-key'
-import type { Store } from './store'
 import { KeyedWaitQueue } from './wait-queue'
-import { createdInsideRequest, emitWarning } from './warnings'
 
 /** A response body: text, or an object sent as JSON. */
 export type LimitedBody = string | Record<string, unknown>

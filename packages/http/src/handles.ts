@@ -1,8 +1,8 @@
+import type { Policy, Store } from '@sluice/keyed/store'
+import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
 import type { BulkheadEngine } from './bulkhead-engine'
 import type { Outcome } from './engine'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import type { KeyState, RateLimitEngine } from './rate-limit-engine'
-import type { Policy, Store } from './store'
 
 /** What every adapter's `rateLimit()` middleware carries besides being a middleware. */
 export interface RateLimitHandles {

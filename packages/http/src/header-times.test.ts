@@ -1,10 +1,10 @@
 import { ManualClock } from '@sluice/core'
+import { memoryStore } from '@sluice/keyed'
+import type { PolicyOptions } from '@sluice/keyed/store'
+import { isPromiseLike } from '@sluice/keyed/store'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
-import { isPromiseLike } from './maybe-promise'
-import { memoryStore } from './memory-store'
-import type { PolicyOptions } from './policy'
 import { RateLimitEngine } from './rate-limit-engine'
 
 /**

@@ -1,11 +1,16 @@
 import { ManualClock } from '@sluice/core'
+import { memoryStore } from '@sluice/keyed'
+import type { Policy } from '@sluice/keyed/store'
+import {
+  compilePolicy,
+  compilePolicyList,
+  concurrencyPolicy,
+  type PolicyOptions,
+} from '@sluice/keyed/store'
 import { describe, expect, it } from 'vitest'
 import type { ResponseAccessors } from './accessors'
 import { createHeaderWriter, type HeaderMode, retryAfterSeconds, toSeconds } from './headers'
-import { memoryStore } from './memory-store'
-import { compilePolicy, compilePolicyList, concurrencyPolicy, type PolicyOptions } from './policy'
 import { decision } from './rate-limit-engine'
-import type { Policy } from './store'
 
 type FakeResponse = Map<string, string>
 

@@ -1,7 +1,7 @@
 import { readOneOf } from '@sluice/core/validation'
+import type { Policy, PolicyResult } from '@sluice/keyed/store'
 import type { ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
-import type { Policy, PolicyResult } from './store'
 
 /**
  * Which RateLimit headers to send:

@@ -7,16 +7,22 @@
  * @packageDocumentation
  * @module \@sluice/http
  */
-export type { BulkheadOptions } from './bulkhead-engine'
-export type { Decision, RateLimitInfo } from './decision'
-export type { LimitedBody } from './engine'
+
+export type { BlockOptions, MaybePromise, PolicyOptions, RateAlgorithm } from '@sluice/keyed'
 export {
   type AdaptiveLimitEvent,
   type BulkheadEvent,
   CHANNELS,
+  type MemoryStore,
+  type MemoryStoreOptions,
+  memoryStore,
   type RateLimitEvent,
   type StoreEvent,
-} from './events'
+} from '@sluice/keyed'
+export type * from '@sluice/keyed/store'
+export type { BulkheadOptions } from './bulkhead-engine'
+export type { Decision, RateLimitInfo } from './decision'
+export type { LimitedBody } from './engine'
 export type { HeaderMode } from './headers'
 /**
  * Key extractors: who a request is counted as. `keys.ip()` (the default) is the client
@@ -32,8 +38,5 @@ export type { HeaderMode } from './headers'
  */
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
-export type { MaybePromise } from './maybe-promise'
-export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'
-export type { BlockOptions, PoliciesOptions, PolicyOptions, RateAlgorithm } from './policy'
+export type { PoliciesOptions } from './policy'
 export type { KeyState, RateLimitOptions, WaitingOptions } from './rate-limit-engine'
-export type * from './store'

@@ -1,7 +1,7 @@
 import { readFunction, readInteger, readOptions, typeError } from '@sluice/core/validation'
+import { isPromiseLike } from '@sluice/keyed/store'
 import ipaddr from 'ipaddr.js'
 import type { RequestAccessors } from './accessors'
-import { isPromiseLike } from './maybe-promise'
 
 /**
  * Finds the budget a request is counted against. Receives the framework's request and

@@ -1,6 +1,6 @@
 import type { Duration } from '@sluice/core'
-import { describe, expect, it } from 'vitest'
-import { memoryStore } from './memory-store'
+import { memoryStore } from '@sluice/keyed'
+import type { Policy } from '@sluice/keyed/store'
 import {
   claimPolicies,
   compilePolicy,
@@ -9,12 +9,11 @@ import {
   defaultName,
   formatDuration,
   makePolicy,
-  type PoliciesOptions,
   type PolicyOptions,
-  PolicySource,
   policyName,
-} from './policy'
-import type { Policy } from './store'
+} from '@sluice/keyed/store'
+import { describe, expect, it } from 'vitest'
+import { type PoliciesOptions, PolicySource } from './policy'
 
 describe('compilePolicy', () => {
   it('applies the defaults: sliding window, 100 per minute, named after its spec', () => {

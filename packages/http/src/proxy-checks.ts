@@ -1,4 +1,5 @@
-import { emitWarning, enabledChecks, type ValidateOption } from './warnings'
+import { emitWarning } from '@sluice/keyed/store'
+import { enabledChecks, type ValidateOption } from './validate'
 
 /** The one-time proxy checks an adapter on a proxy-aware framework runs. */
 export type ProxyCheck = 'xForwardedFor' | 'trustProxy' | 'proxyHeader'

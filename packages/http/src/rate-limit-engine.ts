@@ -8,6 +8,16 @@ import {
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
+import type { Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
+import {
+  claimPolicies,
+  emitWarning,
+  isPromiseLike,
+  type MaybePromise,
+  POLICY_OPTIONS,
+  type PolicyOptions,
+  rateLimitChannel,
+} from '@sluice/keyed/store'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { type Decision, primaryIndex } from './decision'
 import {
@@ -19,19 +29,9 @@ import {
   type Refusal,
   SKIPPED,
 } from './engine'
-import { rateLimitChannel } from './events'
 import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
 import { ip, type KeyExtractor } from './keys'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
-import {
-  claimPolicies,
-  POLICY_OPTIONS,
-  type PoliciesOptions,
-  type PolicyOptions,
-  PolicySource,
-} from './policy'
-import type { Policy, PolicyResult, TakeResult } from './store'
-import { emitWarning } from './warnings'
+import { type PoliciesOptions, PolicySource } from './policy'
 
 /** Options of waiting mode: delay requests over the limit instead of refusing them. */
 export interface WaitingOptions {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
+import { boundedKey, MAX_KEY_LENGTH } from '@sluice/keyed/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FALLBACK_KEY } from './keys'
-import { boundedKey, MAX_KEY_LENGTH } from './request-key'
 
 afterEach(() => {
   vi.restoreAllMocks()

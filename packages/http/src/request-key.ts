@@ -1,41 +1,12 @@
-import { sha256 } from '@noble/hashes/sha2'
 import { describe } from '@sluice/core/validation'
+import { boundedKey, emitWarning, MAX_KEY_LENGTH } from '@sluice/keyed/store'
 import { FALLBACK_KEY } from './keys'
-import { emitWarning } from './warnings'
-
-/**
- * Longest key a store keeps verbatim. A longer one (a 16 KB header value used as a key,
- * say) is kept as its SHA-256, so `maxKeys` bounds memory in bytes too: 100,000 keys of
- * 16 KB would otherwise hold 1.6 GB.
- */
-export const MAX_KEY_LENGTH = 256
 
 /** How many requests the shape of a custom key is checked on before the checks stop. */
 const CHECKED_REQUESTS = 1000
 
 const IPV6 = /^[0-9a-f]*:[0-9a-f:.]*$/i
 const WITH_PORT = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
-
-function base64url(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
-}
-
-/**
- * A key longer than {@link MAX_KEY_LENGTH} as `sha256:<digest>`: a cryptographic hash,
- * because a client that controls a long key (a header) must not be able to collide with
- * another client's budget, and every process must map one key alike (Redis).
- *
- * @example
- * ```ts
- * boundedKey('x'.repeat(10_000)).length // 50
- * ```
- */
-export function boundedKey(key: string): string {
-  if (key.length <= MAX_KEY_LENGTH) return key
-  return `sha256:${base64url(sha256(new TextEncoder().encode(key)))}`
-}
 
 /**
  * Turns what a key extractor returned into the key a store sees, once per request: empty

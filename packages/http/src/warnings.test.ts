@@ -1,7 +1,8 @@
 import { createServer, get } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { createdInsideRequest, emitWarning } from '@sluice/keyed/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createdInsideRequest, emitWarning, enabledChecks } from './warnings'
+import { enabledChecks } from './validate'
 
 const atModuleLevel = createdInsideRequest()
 

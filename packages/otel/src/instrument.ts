@@ -7,7 +7,7 @@ import {
   CHANNELS,
   type RateLimitEvent,
   type StoreEvent,
-} from '@sluice/http'
+} from '@sluice/keyed'
 
 /** The meter's version: this package's (a test keeps it equal to package.json). */
 export const VERSION = '0.1.0'

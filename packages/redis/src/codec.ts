@@ -1,4 +1,4 @@
-import type { Lease, Policy, PolicyResult } from '@sluice/http'
+import type { Lease, Policy, PolicyResult } from '@sluice/keyed'
 import { RedisStoreError } from './errors'
 import { PENALTY_SUFFIX, policySuffix } from './keys'
 import { FIXED_WINDOW, GCRA, GENERAL, type Script, SLIDING_WINDOW } from './scripts'

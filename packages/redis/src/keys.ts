@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Policy } from '@sluice/http'
+import type { Policy } from '@sluice/keyed'
 
 /**
  * Escapes a client key for use inside a Redis Cluster hash tag. `}` would end the tag early

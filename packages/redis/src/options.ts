@@ -8,7 +8,7 @@ import {
   readPositiveDuration,
   typeError,
 } from '@sluice/core/validation'
-import type { Store } from '@sluice/http'
+import type { Store } from '@sluice/keyed'
 import { type RedisClient, type SendCommand, toSendCommand } from './client'
 import type { RedisStoreError } from './errors'
 

@@ -1,4 +1,4 @@
-import { memoryStore } from '@sluice/http'
+import { memoryStore } from '@sluice/keyed'
 import { describe, expect, it } from 'vitest'
 import type { RedisStoreOptions } from './options'
 import { redisStore } from './redis-store'

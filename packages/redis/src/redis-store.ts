@@ -8,8 +8,8 @@ import {
   type PolicyResult,
   type Store,
   type TakeResult,
-} from '@sluice/http'
-import { emitWarning, storeChannel } from '@sluice/http/adapter'
+} from '@sluice/keyed'
+import { emitWarning, storeChannel } from '@sluice/keyed/store'
 import { hashSlot, type Topology, topologyOf } from './cluster'
 import {
   decodeGeneral,

@@ -12,5 +12,6 @@
  *
  * @module
  */
+
+export { runStoreContract, type StoreContractOptions } from '@sluice/keyed/testing'
 export * from './scenarios'
-export { runStoreContract, type StoreContractOptions } from './store-contract'

@@ -2,10 +2,10 @@ import diagnostics from 'node:diagnostics_channel'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
 import { adaptiveConcurrency, type Duration, ManualClock } from '@sluice/core'
+import { type MemoryStore, memoryStore } from '@sluice/keyed'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
 import { keys } from '../index'
-import { type MemoryStore, memoryStore } from '../memory-store'
 import type { RateLimitOptions } from '../rate-limit-engine'
 
 /**

@@ -1,0 +1,346 @@
+import { type Duration, type NormalizedSpec, normalizeSpec, RATE_ALGORITHMS } from '@sluice/core'
+import { algorithmDefinition } from '@sluice/core/internal'
+import {
+  MAX_NAME_LENGTH,
+  rangeError,
+  readOptions,
+  readPositiveDuration,
+  readPositiveInteger,
+  typeError,
+} from '@sluice/core/validation'
+import type { Penalty, Policy, Store } from './store'
+
+/** The time-based algorithms a rate-limit policy may use. */
+export type RateAlgorithm =
+  | 'sliding-window'
+  | 'token-bucket'
+  | 'leaky-bucket'
+  | 'fixed-window'
+  | 'warm-up'
+
+/**
+ * A penalty for keys that keep being refused: a key refused `after` times (default 1)
+ * within the refusing policy's window is refused for `for`, whatever its budget says.
+ * The refusal that starts the block already reports it; requests during a block neither
+ * count nor extend it.
+ *
+ * @example
+ * ```ts
+ * const penalty: BlockOptions = { for: '15m', after: 3 }
+ * ```
+ */
+export interface BlockOptions {
+  /** How long a block lasts. */
+  for: Duration
+  /** Refusals within the policy's window that start a block. Default 1. */
+  after?: number
+}
+
+/**
+ * One time-based limit, as written in middleware options (top level, or one entry of
+ * `policies`). Durations may be strings; they are turned into milliseconds at construction.
+ *
+ * @example
+ * ```ts
+ * const burst: PolicyOptions = { name: 'burst', algorithm: 'token-bucket', limit: 10, window: '1s', capacity: 20 }
+ * ```
+ */
+export interface PolicyOptions {
+  /** Default `'sliding-window'`. */
+  algorithm?: RateAlgorithm
+  /** Requests (permits) per window. Default 100. */
+  limit?: number
+  /** Default `'1m'`. */
+  window?: Duration
+  /** Largest burst (`token-bucket`, `warm-up`). Default: `limit`. */
+  capacity?: number
+  /** Buckets the window is cut into (`sliding-window`). Default 10. */
+  slots?: number
+  /** Time from creation for the rate to climb from a third to all of `limit` (`warm-up`, required). */
+  warmUp?: Duration
+  /** Block keys that keep being refused. */
+  block?: BlockOptions
+  /**
+   * Shown in headers and, with the spec, keys the policy's state in a store. Default: made
+   * from the spec, e.g. `'100-per-1m'`, so unnamed policies that differ are told apart.
+   */
+  name?: string
+}
+
+/** The option names of one policy. */
+export const POLICY_OPTIONS: readonly string[] = [
+  'algorithm',
+  'limit',
+  'window',
+  'capacity',
+  'slots',
+  'warmUp',
+  'block',
+  'name',
+]
+
+/** What `rateLimit()` uses when an option is left out. */
+export const DEFAULT_LIMIT = 100
+export const DEFAULT_WINDOW: Duration = '1m'
+export const DEFAULT_ALGORITHM: RateAlgorithm = 'sliding-window'
+
+const DAY = 86_400_000
+const UNITS: readonly [number, string][] = [
+  [DAY, 'd'],
+  [3_600_000, 'h'],
+  [60_000, 'm'],
+  [1000, 's'],
+]
+
+/**
+ * Milliseconds as the shortest exact duration string: `60000` → `'1m'`, `1500` →
+ * `'1500ms'`. Used in default policy names, so it must never round.
+ *
+ * @example
+ * ```ts
+ * formatDuration(90_000) // '90s'
+ * ```
+ */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s'
+  for (const [size, unit] of UNITS) if (ms % size === 0) return `${ms / size}${unit}`
+  return `${ms}ms`
+}
+
+/**
+ * Checks a policy name: it is written into headers as a structured-field string, so it
+ * must be printable ASCII, and short enough not to bloat every response.
+ */
+export function policyName(factory: string, option: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') {
+    throw typeError(factory, option, 'must be a non-empty string', value)
+  }
+  if (value.length > MAX_NAME_LENGTH) {
+    throw rangeError(factory, option, `must be at most ${MAX_NAME_LENGTH} characters`, value)
+  }
+  if (!/^[\x20-\x7e]+$/.test(value)) {
+    throw rangeError(factory, option, 'must be printable ASCII (it is sent in headers)', value)
+  }
+  return value
+}
+
+/**
+ * The part of a policy's id that says what it counts: the algorithm and every number of
+ * its normalized spec, in the registry's order, then the penalty. Equal for equal policies
+ * in any process, different for any two that count differently.
+ */
+function specKey(spec: NormalizedSpec, block: Penalty | undefined): string {
+  const values = algorithmDefinition(spec.algorithm).options.map(
+    (option) => (spec as unknown as Record<string, number>)[option],
+  )
+  const penalty = block === undefined ? '' : `:block:${block.forMs}:${block.after}`
+  return `${spec.algorithm}:${values.join(':')}${penalty}`
+}
+
+/**
+ * The name an unnamed policy gets: ERL-style `100-per-1m`, plus whatever else sets it
+ * apart from another unnamed policy (`-fixed-window`, `-burst-20`, `-block-5m`), so two
+ * unnamed policies that count differently never share a name.
+ *
+ * @example
+ * ```ts
+ * defaultName({ algorithm: 'sliding-window', limit: 100, window: 60_000, slots: 10 }, undefined) // '100-per-1m'
+ * ```
+ */
+export function defaultName(spec: NormalizedSpec, block: Penalty | undefined): string {
+  if (spec.algorithm === 'concurrency') return `${spec.max}-concurrent`
+  let name = `${spec.limit}-per-${formatDuration(spec.window)}`
+  switch (spec.algorithm) {
+    case 'sliding-window':
+      if (spec.slots !== 10) name += `-${spec.slots}-slots`
+      break
+    case 'fixed-window':
+    case 'leaky-bucket':
+      name += `-${spec.algorithm}`
+      break
+    case 'token-bucket':
+      name += `-token-bucket${spec.capacity === spec.limit ? '' : `-burst-${spec.capacity}`}`
+      break
+    case 'warm-up':
+      name += `-warm-up-${formatDuration(spec.warmUp)}`
+      if (spec.capacity !== spec.limit) name += `-burst-${spec.capacity}`
+      break
+    default:
+      return spec satisfies never
+  }
+  if (block !== undefined) {
+    name += `-block-${formatDuration(block.forMs)}${block.after === 1 ? '' : `-after-${block.after}`}`
+  }
+  return name
+}
+
+/**
+ * Makes a policy from a normalized spec: its name (given, or {@link defaultName}), its id
+ * and the numbers headers show.
+ */
+export function makePolicy(
+  spec: NormalizedSpec,
+  name: string | undefined,
+  block?: Penalty,
+): Policy {
+  const shown = name ?? defaultName(spec, block)
+  const timed = spec.algorithm !== 'concurrency'
+  return {
+    name: shown,
+    spec,
+    id: `${shown}|${specKey(spec, block)}`,
+    limit: timed ? spec.limit : spec.max,
+    windowMs: timed ? spec.window : 0,
+    block,
+  }
+}
+
+function readBlock(factory: string, prefix: string, value: unknown): Penalty | undefined {
+  if (value === undefined) return undefined
+  const option = `${prefix}block`
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw typeError(factory, option, 'must be an object { for, after }', value)
+  }
+  const block = readOptions(`${factory}: "${option}"`, value, ['for', 'after']) as {
+    for?: unknown
+    after?: unknown
+  }
+  if (block.for === undefined) throw typeError(factory, `${option}.for`, 'is required', undefined)
+  return {
+    forMs: readPositiveDuration(factory, `${option}.for`, block.for),
+    after:
+      block.after === undefined ? 1 : readPositiveInteger(factory, `${option}.after`, block.after),
+  }
+}
+
+/**
+ * Validates one policy's options (unknown names refused, defaults applied: sliding window,
+ * 100 per minute) and makes the policy. `prefix` names an entry of a list in messages
+ * (`policies[1].`).
+ *
+ * @example
+ * ```ts
+ * compilePolicy({ limit: 10, window: '1s' }, 'rateLimit') // name '10-per-1s', windowMs 1000
+ * ```
+ */
+export function compilePolicy(options: PolicyOptions, factory: string, prefix = ''): Policy {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw typeError(
+      factory,
+      prefix === '' ? 'options' : prefix.slice(0, -1),
+      'must be an object',
+      options,
+    )
+  }
+  if (prefix !== '') readOptions(factory, options, POLICY_OPTIONS)
+  const algorithm = options.algorithm ?? DEFAULT_ALGORITHM
+  const definition = algorithmDefinition(algorithm, factory, `${prefix}algorithm`, RATE_ALGORITHMS)
+  for (const extra of ['capacity', 'slots', 'warmUp'] as const) {
+    if (options[extra] !== undefined && !definition.options.includes(extra)) {
+      throw rangeError(
+        factory,
+        `${prefix}${extra}`,
+        `does not apply to algorithm '${algorithm}'`,
+        options[extra],
+      )
+    }
+  }
+  const spec = normalizeSpec(
+    {
+      ...(definition.options.includes('capacity') && { capacity: options.capacity }),
+      ...(definition.options.includes('slots') && { slots: options.slots }),
+      ...(definition.options.includes('warmUp') && { warmUp: options.warmUp }),
+      algorithm,
+      // Only `undefined` means "the default": a null limit is a mistake, not 100.
+      limit: options.limit === undefined ? DEFAULT_LIMIT : options.limit,
+      window: options.window === undefined ? DEFAULT_WINDOW : options.window,
+    } as never,
+    factory,
+    prefix,
+  )
+  const name =
+    options.name === undefined ? undefined : policyName(factory, `${prefix}name`, options.name)
+  return makePolicy(spec, name, readBlock(factory, prefix, options.block))
+}
+
+/**
+ * Turns a list of policy options into policies, refusing two that end up with one name
+ * (two unnamed policies that count alike would be one policy twice).
+ */
+export function compilePolicyList(
+  list: readonly PolicyOptions[],
+  factory: string,
+  option = 'policies',
+): Policy[] {
+  if (!Array.isArray(list) || list.length === 0) {
+    throw typeError(factory, option, 'must be a non-empty array', list)
+  }
+  const compiled = list.map((entry, i) => compilePolicy(entry, factory, `${option}[${i}].`))
+  const seen = new Set<string>()
+  compiled.forEach((policy, i) => {
+    if (seen.has(policy.name)) {
+      throw new TypeError(
+        `${factory}: "${option}[${i}].name" must be unique among the policies, got "${policy.name}"`,
+      )
+    }
+    seen.add(policy.name)
+  })
+  return compiled
+}
+
+/**
+ * The single concurrency policy of a bulkhead, named `name` or, by default, after its
+ * size (`'20-concurrent'`).
+ *
+ * @example
+ * ```ts
+ * concurrencyPolicy(undefined, 20).name // '20-concurrent'
+ * ```
+ */
+export function concurrencyPolicy(name: string | undefined, max: number): Policy {
+  return makePolicy({ algorithm: 'concurrency', max, maxQueue: 0 }, name)
+}
+
+/** How a policy reads in an error message: `"api" (sliding-window 100 per 1m)`. */
+function describePolicy(policy: Policy): string {
+  const { spec } = policy
+  const what =
+    spec.algorithm === 'concurrency'
+      ? `concurrency ${spec.max}`
+      : `${spec.algorithm} ${spec.limit} per ${formatDuration(spec.window)}`
+  return `"${policy.name}" (${what}${policy.block === undefined ? '' : `, block ${formatDuration(policy.block.forMs)}`})`
+}
+
+/** Per store: the policy each name stands for, and the middleware that brought it. */
+const claims = new WeakMap<object, Map<string, { policy: Policy; owner: string }>>()
+
+/**
+ * Records that a middleware uses `policies` on `store`, refusing a policy whose name is
+ * already taken on that store by a different one. State is kept by name and spec, so the
+ * two would never mix; but their headers would show one name for two budgets, and a
+ * dashboard keyed by name would add them up. Caught when the second middleware is created.
+ *
+ * @example
+ * ```ts
+ * claimPolicies(store, engine.policies, 'rateLimit')
+ * ```
+ */
+export function claimPolicies(store: Store, policies: readonly Policy[], factory: string): void {
+  let names = claims.get(store)
+  if (names === undefined) {
+    names = new Map()
+    claims.set(store, names)
+  }
+  for (const policy of policies) {
+    const claim = names.get(policy.name)
+    if (claim === undefined) continue
+    if (claim.policy.id !== policy.id) {
+      throw new TypeError(
+        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store; give one of them another name`,
+      )
+    }
+  }
+  for (const policy of policies) {
+    if (!names.has(policy.name)) names.set(policy.name, { policy, owner: factory })
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * For authors of stores (and of sluice's own packages): the policy helpers, the state a
+ * store keeps as data (`StoredState`), key bounding, the event channels a store publishes
+ * on and its warnings. Users of the limiters never need it.
+ *
+ * @module
+ */
+export {
+  type AdaptiveLimitEvent,
+  adaptiveChannel,
+  type BulkheadEvent,
+  bulkheadChannel,
+  CHANNELS,
+  type Channel,
+  type RateLimitEvent,
+  rateLimitChannel,
+  type StoreEvent,
+  storeChannel,
+} from './events'
+export { boundedKey, MAX_KEY_LENGTH } from './key'
+export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
+export {
+  type BlockOptions,
+  claimPolicies,
+  compilePolicy,
+  compilePolicyList,
+  concurrencyPolicy,
+  DEFAULT_ALGORITHM,
+  DEFAULT_LIMIT,
+  DEFAULT_WINDOW,
+  defaultName,
+  formatDuration,
+  makePolicy,
+  POLICY_OPTIONS,
+  type PolicyOptions,
+  policyName,
+  type RateAlgorithm,
+} from './policy'
+export type * from './store'
+export {
+  type RateRecord,
+  type SlotsRecord,
+  type StoredChange,
+  type StoredLease,
+  type StoredPolicy,
+  type StoredRecord,
+  type StoredResult,
+  StoredState,
+  type Strikes,
+} from './stored-state'
+export { countStrike, type StrikeCount } from './strikes'
+export { createdInsideRequest, emitWarning, forgetWarnings } from './warnings'

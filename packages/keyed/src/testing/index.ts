@@ -1,0 +1,13 @@
+/**
+ * The contract every store must pass (`runStoreContract`), so a store written anywhere
+ * runs the same suite as sluice's own. It uses vitest's `describe`/`it`/`expect`.
+ *
+ * @example
+ * ```ts
+ * import { runStoreContract } from '@sluice/keyed/testing'
+ * runStoreContract('myStore', () => myStore())
+ * ```
+ *
+ * @module
+ */
+export { runStoreContract, type StoreContractOptions } from './store-contract'
