@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest'
 import { flush, track } from '../test/helpers'
 import { ManualClock } from './clock'
 import { RateLimitError } from './errors'
-import { fixedWindow } from './fixed-window'
-import { leakyBucket } from './leaky-bucket'
-import { slidingWindow } from './sliding-window'
-import { tokenBucket } from './token-bucket'
+import { fixedWindow } from './fixed-window/fixed-window'
+import { leakyBucket } from './leaky-bucket/leaky-bucket'
+import { slidingWindow } from './sliding-window/sliding-window'
+import { tokenBucket } from './token-bucket/token-bucket'
 import type { Clock, RateLimiter } from './types'
-import { warmUpTokenBucket } from './warm-up-token-bucket'
+import { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'
 
 /** Resolves each acquire in turn and records the clock time it resolved at. */
 function record(clock: ManualClock, calls: Promise<void>[]): (number | string)[] {

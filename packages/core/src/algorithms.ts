@@ -1,12 +1,12 @@
 import type { AlgorithmDefinition } from './algorithm'
-import { concurrencyAlgorithm } from './concurrency'
-import { fixedWindowAlgorithm } from './fixed-window'
-import { leakyBucketAlgorithm } from './leaky-bucket'
-import { slidingWindowAlgorithm } from './sliding-window'
-import { tokenBucketAlgorithm } from './token-bucket'
+import { concurrencyAlgorithm } from './concurrency/concurrency'
+import { fixedWindowAlgorithm } from './fixed-window/fixed-window'
+import { leakyBucketAlgorithm } from './leaky-bucket/leaky-bucket'
+import { slidingWindowAlgorithm } from './sliding-window/sliding-window'
+import { tokenBucketAlgorithm } from './token-bucket/token-bucket'
 import type { Algorithm, LimiterSpec, NormalizedSpec } from './types'
 import { describe, readOptions, typeError } from './validation'
-import { warmUpAlgorithm } from './warm-up-token-bucket'
+import { warmUpAlgorithm } from './warm-up/warm-up-token-bucket'
 
 /** Every algorithm, by name: the one place the list of algorithms lives. */
 const REGISTRY: {

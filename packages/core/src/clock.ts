@@ -1,5 +1,5 @@
+import { describe } from './describe'
 import type { Clock } from './types'
-import { describe } from './validation'
 
 // setTimeout takes a signed 32-bit delay; longer sleeps are re-armed in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1

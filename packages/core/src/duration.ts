@@ -1,5 +1,5 @@
+import { describe } from './describe'
 import type { Duration } from './types'
-import { describe } from './validation'
 
 const PATTERN = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h|d)$/
 

@@ -62,3 +62,12 @@ function retryHint(retryAfterMs: number): string {
   if (retryAfterMs === Number.POSITIVE_INFINITY) return ' (the request can never be granted)'
   return retryAfterMs > 0 ? ` (retry in ${Math.ceil(retryAfterMs)} ms)` : ''
 }
+
+/** The rejection for a request larger than the limiter can ever hold. */
+export function neverError(name: string, permits: number, capacity: number): RateLimitError {
+  return new RateLimitError('ERR_SLUICE_LIMITED', {
+    limiter: name,
+    retryAfterMs: Number.POSITIVE_INFINITY,
+    message: `${name}: ${permits} permits can never be granted, the limiter holds at most ${capacity}`,
+  })
+}

@@ -19,20 +19,20 @@ export {
   type LimitChangeReason,
   type PermitOutcome,
   type VegasOptions,
-} from './adaptive-concurrency'
+} from './adaptive/adaptive-concurrency'
 export { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
-export { type BulkheadedOptions, bulkheaded } from './bulkheaded'
 export { ManualClock, systemClock } from './clock'
-export { concurrency } from './concurrency'
+export { concurrency } from './concurrency/concurrency'
 export { createLimiter } from './create-limiter'
-export type { AsyncMethodWrapper, Method, MethodWrapper } from './decorate'
+export { type BulkheadedOptions, bulkheaded } from './decorators/bulkheaded'
+export type { AsyncMethodWrapper, Method, MethodWrapper } from './decorators/decorate'
+export { type RateLimitedOptions, rateLimited } from './decorators/rate-limited'
 export { parseDuration } from './duration'
 export { RateLimitError, type RateLimitErrorCode, type RateLimitErrorOptions } from './errors'
-export { fixedWindow } from './fixed-window'
-export { leakyBucket } from './leaky-bucket'
-export { type RateLimitedOptions, rateLimited } from './rate-limited'
-export { slidingWindow } from './sliding-window'
-export { tokenBucket } from './token-bucket'
+export { fixedWindow } from './fixed-window/fixed-window'
+export { leakyBucket } from './leaky-bucket/leaky-bucket'
+export { slidingWindow } from './sliding-window/sliding-window'
+export { tokenBucket } from './token-bucket/token-bucket'
 export type {
   Algorithm,
   Clock,
@@ -54,4 +54,4 @@ export type {
   WaitOptions,
   WarmUpTokenBucketOptions,
 } from './types'
-export { warmUpTokenBucket } from './warm-up-token-bucket'
+export { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'

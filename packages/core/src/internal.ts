@@ -9,5 +9,6 @@
 export type { AlgorithmDefinition } from './algorithm'
 export { algorithmDefinition } from './algorithms'
 export { isCompact, isPortable } from './compact'
-export { type KeyedLimiter, keyedLimiter, type Quota } from './keyed'
+export type { Quota } from './kernel'
+export { type KeyedLimiter, keyedLimiter } from './keyed'
 export type { CompactRateLimiter, PortableRateLimiter } from './types'

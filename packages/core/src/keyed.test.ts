@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { normalizeSpec } from './algorithms'
 import { ManualClock } from './clock'
 import { createLimiter } from './create-limiter'
-import { keyedLimiter, type Quota } from './keyed'
-import { countArray } from './sliding-window'
+import type { Quota } from './kernel'
+import { keyedLimiter } from './keyed'
+import { countArray } from './sliding-window/sliding-window'
 import type { NormalizedRateSpec, RateLimiter, RateLimiterSpec } from './types'
 
 const SPECS: readonly RateLimiterSpec[] = [

@@ -31,23 +31,12 @@
  * @module
  */
 import { algorithmDefinition } from './algorithms'
-import type { FixedWindowLimiter } from './fixed-window'
-import type { ConstantGcraLimiter } from './gcra'
-import { type Counts, countArray, type SlidingWindowLimiter } from './sliding-window'
+import type { FixedWindowLimiter } from './fixed-window/fixed-window'
+import type { ConstantGcraLimiter } from './gcra/gcra'
+import type { Quota } from './kernel'
+import { type Counts, countArray, type SlidingWindowLimiter } from './sliding-window/sliding-window'
 import type { Clock, NormalizedRateSpec } from './types'
-import type { WarmUpLimiter } from './warm-up-token-bucket'
-
-/** What a decision leaves to report, filled in by `decide` and `quota`. */
-export interface Quota {
-  /** `availablePermits()` after the decision. */
-  available: number
-  /** Milliseconds until one more permit than `available` passes; 0 when none can be freed. */
-  resetMs: number
-  /** For a refusal, milliseconds until the permits asked for would pass (`Infinity`: never). */
-  retryAfterMs: number
-  /** The receipt of the permits taken (meaningful after an admission). */
-  receipt: number
-}
+import type { WarmUpLimiter } from './warm-up/warm-up-token-bucket'
 
 /**
  * One time-based policy's per-key state, in rows. Row `-1` stands for a key with no row:

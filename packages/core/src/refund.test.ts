@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { bulkheaded } from './bulkheaded'
 import { ManualClock } from './clock'
-import { concurrency } from './concurrency'
-import { fixedWindow } from './fixed-window'
-import { rateLimited } from './rate-limited'
-import { slidingWindow } from './sliding-window'
-import { tokenBucket } from './token-bucket'
-import { warmUpTokenBucket } from './warm-up-token-bucket'
+import { concurrency } from './concurrency/concurrency'
+import { bulkheaded } from './decorators/bulkheaded'
+import { rateLimited } from './decorators/rate-limited'
+import { fixedWindow } from './fixed-window/fixed-window'
+import { slidingWindow } from './sliding-window/sliding-window'
+import { tokenBucket } from './token-bucket/token-bucket'
+import { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'
 
 // Issue 10: a refund arriving after the window (slot, bucket period) its permits were
 // taken in credited the next one. With the take's receipt, only what still counts comes back.

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { flush } from '../test/helpers'
 import { ManualClock } from './clock'
-import { concurrency } from './concurrency'
+import { concurrency } from './concurrency/concurrency'
 import { RateLimitError } from './errors'
-import { fixedWindow } from './fixed-window'
-import { leakyBucket } from './leaky-bucket'
-import { slidingWindow } from './sliding-window'
-import { tokenBucket } from './token-bucket'
+import { fixedWindow } from './fixed-window/fixed-window'
+import { leakyBucket } from './leaky-bucket/leaky-bucket'
+import { slidingWindow } from './sliding-window/sliding-window'
+import { tokenBucket } from './token-bucket/token-bucket'
 import type { Permit, RateLimiter } from './types'
-import { warmUpTokenBucket } from './warm-up-token-bucket'
+import { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'
 
 /** mulberry32: a small seeded generator, so a failure replays exactly. */
 function random(seed: number): () => number {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from './clock'
-import { concurrency } from './concurrency'
-import { fixedWindow } from './fixed-window'
-import { leakyBucket } from './leaky-bucket'
-import { slidingWindow } from './sliding-window'
-import { tokenBucket } from './token-bucket'
+import { concurrency } from './concurrency/concurrency'
+import { fixedWindow } from './fixed-window/fixed-window'
+import { leakyBucket } from './leaky-bucket/leaky-bucket'
+import { slidingWindow } from './sliding-window/sliding-window'
+import { tokenBucket } from './token-bucket/token-bucket'
 import type { ConcurrencyLimiter, Limiter, RateLimiter } from './types'
-import { warmUpTokenBucket } from './warm-up-token-bucket'
+import { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'
 
 const DURATION_RULE =
   "must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d')"

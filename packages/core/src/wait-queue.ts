@@ -1,5 +1,4 @@
-import { RateLimitError } from './errors'
-import { neverError } from './gcra'
+import { neverError, RateLimitError } from './errors'
 import { invalidPermits, isPermitCount, readWaitOptions } from './options'
 import type { Clock, WaitOptions } from './types'
 

@@ -1,4 +1,7 @@
-import type { AdaptiveConcurrencyLimiter, AdaptivePermit } from '../src/adaptive-concurrency'
+import type {
+  AdaptiveConcurrencyLimiter,
+  AdaptivePermit,
+} from '../src/adaptive/adaptive-concurrency'
 import type { ManualClock } from '../src/clock'
 
 /** A downstream's behaviour while a test drives it; tests swap it to make it sicken and heal. */

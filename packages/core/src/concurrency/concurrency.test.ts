@@ -1,10 +1,10 @@
 import { getEventListeners, setMaxListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
-import { flush, track } from '../test/helpers'
-import { ManualClock } from './clock'
+import { flush, track } from '../../test/helpers'
+import { ManualClock } from '../clock'
+import { RateLimitError } from '../errors'
+import type { Permit } from '../types'
 import { concurrency } from './concurrency'
-import { RateLimitError } from './errors'
-import type { Permit } from './types'
 
 describe('concurrency', () => {
   it('reports its configuration', () => {

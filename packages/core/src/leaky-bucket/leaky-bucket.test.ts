@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
+import { ManualClock } from '../clock'
+import { tokenBucket } from '../token-bucket/token-bucket'
 import { leakyBucket } from './leaky-bucket'
-import { tokenBucket } from './token-bucket'
 
 describe('leakyBucket', () => {
   it('reports its configuration', () => {

@@ -1,7 +1,7 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import { ConstantGcraLimiter, readGcraWindow } from './gcra'
-import type { NormalizedSpec, RateLimiter, TokenBucketOptions } from './types'
-import { readPositiveInteger } from './validation'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { ConstantGcraLimiter, readGcraWindow } from '../gcra/gcra'
+import type { NormalizedSpec, RateLimiter, TokenBucketOptions } from '../types'
+import { readPositiveInteger } from '../validation'
 
 type TokenBucketSpec = Extract<NormalizedSpec, { algorithm: 'token-bucket' }>
 

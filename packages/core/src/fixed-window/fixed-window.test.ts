@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
+import { ManualClock } from '../clock'
 import { fixedWindow } from './fixed-window'
 
 describe('fixedWindow', () => {

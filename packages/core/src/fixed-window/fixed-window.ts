@@ -1,6 +1,6 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import type { Quota } from './keyed'
-import { invalidPermits, isPermitCount, nudge } from './options'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import type { Quota } from '../kernel'
+import { invalidPermits, isPermitCount, nudge } from '../options'
 import type {
   Clock,
   CompactRateLimiter,
@@ -9,9 +9,9 @@ import type {
   PortableRateLimiter,
   RateLimiter,
   WaitOptions,
-} from './types'
-import { readPositiveDuration, readPositiveInteger } from './validation'
-import { type Waitable, WaitQueue } from './wait-queue'
+} from '../types'
+import { readPositiveDuration, readPositiveInteger } from '../validation'
+import { type Waitable, WaitQueue } from '../wait-queue'
 
 type FixedWindowSpec = Extract<NormalizedSpec, { algorithm: 'fixed-window' }>
 

@@ -1,8 +1,8 @@
-import { RateLimitError } from './errors'
-import type { Quota } from './keyed'
-import { invalidPermits, isPermitCount, nudge, readWaitOptions } from './options'
-import type { Clock, CompactRateLimiter, PortableRateLimiter, WaitOptions } from './types'
-import { rangeError, readPositiveDuration } from './validation'
+import { neverError, RateLimitError } from '../errors'
+import type { Quota } from '../kernel'
+import { invalidPermits, isPermitCount, nudge, readWaitOptions } from '../options'
+import type { Clock, CompactRateLimiter, PortableRateLimiter, WaitOptions } from '../types'
+import { rangeError, readPositiveDuration } from '../validation'
 
 /**
  * The `window` of a GCRA limiter (default `'1s'`). The kernel counts `largest × window`
@@ -269,15 +269,6 @@ interface Reservation {
   /** Ticks this reservation moved `tat` forward by. */
   readonly cost: number
   cancelled: boolean
-}
-
-/** The rejection for a request larger than the limiter can ever hold. */
-export function neverError(name: string, permits: number, capacity: number): RateLimitError {
-  return new RateLimitError('ERR_SLUICE_LIMITED', {
-    limiter: name,
-    retryAfterMs: Number.POSITIVE_INFINITY,
-    message: `${name}: ${permits} permits can never be granted, the limiter holds at most ${capacity}`,
-  })
 }
 
 /**

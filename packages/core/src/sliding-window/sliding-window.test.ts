@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
+import { ManualClock } from '../clock'
+import type { RateLimiter } from '../types'
 import { slidingWindow } from './sliding-window'
-import type { RateLimiter } from './types'
 
 describe('slidingWindow', () => {
   it('reports its configuration', () => {

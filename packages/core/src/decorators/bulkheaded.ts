@@ -1,3 +1,6 @@
+import { RateLimitError } from '../errors'
+import type { ConcurrencyLimiter, Duration } from '../types'
+import { describe, readOptions } from '../validation'
 import {
   type AsyncMethodWrapper,
   type Method,
@@ -6,9 +9,6 @@ import {
   readWait,
   targetName,
 } from './decorate'
-import { RateLimitError } from './errors'
-import type { ConcurrencyLimiter, Duration } from './types'
-import { describe, readOptions } from './validation'
 
 /** Options of {@link bulkheaded}. */
 export interface BulkheadedOptions {

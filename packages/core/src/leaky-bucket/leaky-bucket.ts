@@ -1,7 +1,7 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import { ConstantGcraLimiter, readGcraWindow } from './gcra'
-import type { LeakyBucketOptions, NormalizedSpec, RateLimiter } from './types'
-import { readPositiveInteger } from './validation'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { ConstantGcraLimiter, readGcraWindow } from '../gcra/gcra'
+import type { LeakyBucketOptions, NormalizedSpec, RateLimiter } from '../types'
+import { readPositiveInteger } from '../validation'
 
 type LeakyBucketSpec = Extract<NormalizedSpec, { algorithm: 'leaky-bucket' }>
 

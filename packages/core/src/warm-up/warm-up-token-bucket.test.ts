@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
-import { tokenBucket } from './token-bucket'
-import type { RateLimiter } from './types'
+import { ManualClock } from '../clock'
+import { tokenBucket } from '../token-bucket/token-bucket'
+import type { RateLimiter } from '../types'
 import { warmUpTokenBucket } from './warm-up-token-bucket'
 
 function takeAll(limiter: RateLimiter): number {

@@ -1,11 +1,5 @@
-import { AIMD_OPTIONS, type AimdOptions, aimd } from './adaptive/aimd'
-import { GRADIENT2_OPTIONS, type Gradient2Options, gradient2 } from './adaptive/gradient2'
-import { readNumber } from './adaptive/read-number'
-import type { LimitUpdate, SampleWindow } from './adaptive/sample-window'
-import { VEGAS_OPTIONS, type VegasOptions, vegas } from './adaptive/vegas'
-import { RateLimitError } from './errors'
-import { neverError } from './gcra'
-import { invalidPermits, isPermitCount, readWaitOptions } from './options'
+import { neverError, RateLimitError } from '../errors'
+import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
 import type {
   Clock,
   CommonOptions,
@@ -13,7 +7,7 @@ import type {
   Duration,
   Permit,
   WaitOptions,
-} from './types'
+} from '../types'
 import {
   describe,
   readClock,
@@ -24,8 +18,13 @@ import {
   readOptions,
   readPositiveDuration,
   readPositiveInteger,
-} from './validation'
-import { type Waitable, WaitQueue } from './wait-queue'
+} from '../validation'
+import { type Waitable, WaitQueue } from '../wait-queue'
+import { AIMD_OPTIONS, type AimdOptions, aimd } from './aimd'
+import { GRADIENT2_OPTIONS, type Gradient2Options, gradient2 } from './gradient2'
+import { readNumber } from './read-number'
+import type { LimitUpdate, SampleWindow } from './sample-window'
+import { VEGAS_OPTIONS, type VegasOptions, vegas } from './vegas'
 
 export type { AimdOptions, Gradient2Options, VegasOptions }
 

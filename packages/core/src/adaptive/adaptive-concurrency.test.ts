@@ -1,7 +1,10 @@
 import { getEventListeners } from 'node:events'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { Downstream } from '../test/downstream'
-import { flush, track } from '../test/helpers'
+import { Downstream } from '../../test/downstream'
+import { flush, track } from '../../test/helpers'
+import { ManualClock } from '../clock'
+import { bulkheaded } from '../decorators/bulkheaded'
+import { RateLimitError } from '../errors'
 import {
   type AdaptiveConcurrencyLimiter,
   type AdaptiveConcurrencyOptions,
@@ -9,9 +12,6 @@ import {
   adaptiveConcurrency,
   type LimitChange,
 } from './adaptive-concurrency'
-import { bulkheaded } from './bulkheaded'
-import { ManualClock } from './clock'
-import { RateLimitError } from './errors'
 
 /** A limiter on a fresh clock, recording every limit change with the time it happened. */
 function setup(options: AdaptiveConcurrencyOptions = {}) {

@@ -1,3 +1,6 @@
+import { RateLimitError } from '../errors'
+import type { Duration, RateLimiter } from '../types'
+import { describe, readOptions, readPositiveInteger } from '../validation'
 import {
   type AsyncMethodWrapper,
   type Method,
@@ -6,9 +9,6 @@ import {
   readWait,
   targetName,
 } from './decorate'
-import { RateLimitError } from './errors'
-import type { Duration, RateLimiter } from './types'
-import { describe, readOptions, readPositiveInteger } from './validation'
 
 /** Options of {@link rateLimited}. */
 export interface RateLimitedOptions<Args extends unknown[] = unknown[]> {

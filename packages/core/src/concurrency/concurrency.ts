@@ -1,7 +1,6 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import { RateLimitError } from './errors'
-import { neverError } from './gcra'
-import { invalidPermits, isPermitCount, readWaitOptions } from './options'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { neverError, RateLimitError } from '../errors'
+import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
 import type {
   Clock,
   ConcurrencyLimiter,
@@ -9,9 +8,9 @@ import type {
   NormalizedSpec,
   Permit,
   WaitOptions,
-} from './types'
-import { readInteger, readPositiveInteger } from './validation'
-import { type Waitable, WaitQueue } from './wait-queue'
+} from '../types'
+import { readInteger, readPositiveInteger } from '../validation'
+import { type Waitable, WaitQueue } from '../wait-queue'
 
 type ConcurrencySpec = Extract<NormalizedSpec, { algorithm: 'concurrency' }>
 

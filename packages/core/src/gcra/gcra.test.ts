@@ -1,10 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
-import { leakyBucket } from './leaky-bucket'
-import { tokenBucket } from './token-bucket'
-import type { RateLimiter } from './types'
-import { warmUpTokenBucket } from './warm-up-token-bucket'
+import { ManualClock } from '../clock'
+import { leakyBucket } from '../leaky-bucket/leaky-bucket'
+import { tokenBucket } from '../token-bucket/token-bucket'
+import type { RateLimiter } from '../types'
+import { warmUpTokenBucket } from '../warm-up/warm-up-token-bucket'
 
 /**
  * GCRA on exact integers: time in ticks of 1/limit ms, so T = window and τ = capacity·T.

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { flush, track } from '../test/helpers'
+import { flush, track } from '../../test/helpers'
+import { ManualClock } from '../clock'
+import { concurrency } from '../concurrency/concurrency'
+import { RateLimitError } from '../errors'
 import { bulkheaded } from './bulkheaded'
-import { ManualClock } from './clock'
-import { concurrency } from './concurrency'
-import { RateLimitError } from './errors'
 
 /** A promise the test settles by hand. */
 function deferred<T>() {

@@ -1,5 +1,5 @@
-import type { Duration } from './types'
-import { describe, readDuration } from './validation'
+import type { Duration } from '../types'
+import { describe, readDuration } from '../validation'
 
 /** A function or method as the decorators see it. */
 export type Method<This, Args extends unknown[], R> = (this: This, ...args: Args) => R

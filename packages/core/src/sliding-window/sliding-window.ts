@@ -1,6 +1,6 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import type { Quota } from './keyed'
-import { invalidPermits, isPermitCount, nudge } from './options'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import type { Quota } from '../kernel'
+import { invalidPermits, isPermitCount, nudge } from '../options'
 import type {
   Clock,
   NormalizedSpec,
@@ -8,9 +8,9 @@ import type {
   RateLimiter,
   SlidingWindowOptions,
   WaitOptions,
-} from './types'
-import { readInteger, readPositiveDuration, readPositiveInteger } from './validation'
-import { type Waitable, WaitQueue } from './wait-queue'
+} from '../types'
+import { readInteger, readPositiveDuration, readPositiveInteger } from '../validation'
+import { type Waitable, WaitQueue } from '../wait-queue'
 
 type SlidingWindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' }>
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { track } from '../test/helpers'
-import { ManualClock } from './clock'
-import { RateLimitError } from './errors'
+import { track } from '../../test/helpers'
+import { ManualClock } from '../clock'
+import { RateLimitError } from '../errors'
+import { tokenBucket } from '../token-bucket/token-bucket'
 import { rateLimited } from './rate-limited'
-import { tokenBucket } from './token-bucket'
 
 describe('rateLimited', () => {
   it('as a method decorator: passes calls within the limit, throws synchronously over it', () => {

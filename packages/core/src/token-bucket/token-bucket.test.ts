@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { ManualClock } from './clock'
+import { ManualClock } from '../clock'
+import type { Duration } from '../types'
 import { tokenBucket } from './token-bucket'
-import type { Duration } from './types'
 
 function takeAll(limiter: { tryAcquire(): boolean }): number {
   let taken = 0

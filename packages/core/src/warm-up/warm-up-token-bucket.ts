@@ -1,8 +1,8 @@
-import { type AlgorithmDefinition, buildLimiter } from './algorithm'
-import { type GcraConfig, GcraLimiter, readGcraWindow } from './gcra'
-import { invalidPermits, isPermitCount } from './options'
-import type { NormalizedSpec, RateLimiter, WarmUpTokenBucketOptions } from './types'
-import { readDuration, readPositiveInteger } from './validation'
+import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type GcraConfig, GcraLimiter, readGcraWindow } from '../gcra/gcra'
+import { invalidPermits, isPermitCount } from '../options'
+import type { NormalizedSpec, RateLimiter, WarmUpTokenBucketOptions } from '../types'
+import { readDuration, readPositiveInteger } from '../validation'
 
 type WarmUpSpec = Extract<NormalizedSpec, { algorithm: 'warm-up' }>
 
