@@ -1,5 +1,5 @@
 import type { Clock, NormalizedRateSpec } from '@sluice/core'
-import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/internal'
+import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
 import { describe, readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { KeyIndex } from './key-index'
 import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
@@ -47,12 +47,12 @@ const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency
  * key's strikes.
  */
 class RateTable {
-  readonly kernel: KeyedLimiter
+  readonly kernel: RateKernel
   readonly index: KeyIndex
   readonly strikes: StrikeTable | undefined
 
   constructor(policy: Policy, maxKeys: number) {
-    const kernel = keyedLimiter(policy.spec as NormalizedRateSpec)
+    const kernel = rateKernel(policy.spec as NormalizedRateSpec)
     this.kernel = kernel
     this.index = new KeyIndex(maxKeys, (rows) => kernel.resize(rows))
     this.strikes = policy.block === undefined ? undefined : new StrikeTable(maxKeys)
@@ -414,15 +414,15 @@ class InMemoryStore implements MemoryStore {
       // A key without state gets a row once its first take can pass: a refusal leaves
       // nothing behind and evicts nobody.
       if (row === -1 && cost <= kernel.freshPermits) row = table.insert(key, now)
-      if (row !== -1) allowed = kernel.decide(row, cost, now, quota)
-      else kernel.quota(-1, cost, false, now, quota)
+      if (row !== -1) allowed = kernel.take(row, now, cost, quota)
+      else kernel.quota(-1, now, cost, false, quota)
       if (!allowed && strikes !== undefined) {
         blocked = strikes.strike(key, policy.block!, policy.windowMs, now)
       }
     } else {
-      kernel.quota(row, cost, false, now, quota)
+      kernel.quota(row, now, cost, false, quota)
     }
-    if (blocked > 0) quota.resetMs = kernel.wait(row, 1, now)
+    if (blocked > 0) quota.resetMs = kernel.wait(row, now, 1)
     if (!allowed && row !== -1) table.dropIfFresh(row, now)
     return { allowed, results: [rateResult(policy, quota, allowed, allowed, blocked)] }
   }
@@ -484,7 +484,7 @@ class InMemoryStore implements MemoryStore {
         const table = tables[taken]!
         if (table instanceof RateTable) {
           if (rows[taken] === -1) rows[taken] = table.insert(key, now)
-          if (!table.kernel.take(rows[taken]!, cost, now)) break
+          if (!table.kernel.take(rows[taken]!, now, cost)) break
         } else {
           leases[taken] = this.#hold(slots[taken]!, cost)
         }
@@ -496,7 +496,7 @@ class InMemoryStore implements MemoryStore {
         for (let i = 0; i < taken; i++) {
           const lease = leases[i]
           if (lease === undefined) {
-            ;(tables[i] as RateTable).kernel.refund(rows[i]!, cost, undefined, now)
+            ;(tables[i] as RateTable).kernel.refund(rows[i]!, now, cost)
           } else {
             this.#unhold(lease)
             leases[i] = undefined
@@ -519,8 +519,8 @@ class InMemoryStore implements MemoryStore {
       if (table instanceof SlotTable) {
         return slotsResult(policy, table.max, slots[i]!.held, admits[i]!, leases[i])
       }
-      table.kernel.quota(rows[i]!, cost, allowed, now, quota)
-      if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, 1, now)
+      table.kernel.quota(rows[i]!, now, cost, allowed, quota)
+      if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, now, 1)
       return rateResult(policy, quota, admits[i]!, allowed, blocked[i]!)
     })
     for (let i = 0; i < n; i++) {
@@ -544,7 +544,7 @@ class InMemoryStore implements MemoryStore {
       const row = table.liveRowOf(key, now)
       // No row: the key went back to fresh or was evicted, so nothing is left to give back.
       if (row === -1) continue
-      table.kernel.refund(row, cost, receipts?.[i], now)
+      table.kernel.refund(row, now, cost, receipts?.[i])
     }
   }
 
@@ -568,8 +568,8 @@ class InMemoryStore implements MemoryStore {
       const row = table.liveRowOf(key, now)
       const blocked = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
       const allowed = blocked === 0 && table.kernel.available(row, now) >= 1
-      table.kernel.quota(row, 1, allowed, now, quota)
-      if (blocked > 0) quota.resetMs = table.kernel.wait(row, 1, now)
+      table.kernel.quota(row, now, 1, allowed, quota)
+      if (blocked > 0) quota.resetMs = table.kernel.wait(row, now, 1)
       return rateResult(policy, quota, allowed, false, blocked)
     })
   }

@@ -73,7 +73,7 @@ describe('StoredState', () => {
     const store = recordStore(clock)
     const p = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: '1s' }, 'test')
     store.take('k', [p], 1)
-    expect([...store.records.values()]).toEqual([{ state: [0, 1] }])
+    expect([...store.records.values()]).toEqual([{ v: 3, state: [0, 1] }])
     // A refusal changes nothing: nothing is written (the record is the same object).
     const before = store.records.get(`k\u0000${p.id}`)
     store.take('k', [p], 1)
