@@ -71,6 +71,8 @@ export interface RateKernel {
    * reports the state after the decision (as `quota` would).
    */
   take(row: number, now: number, cost: number, out?: Quota): boolean
+  /** Whether `take(row, now, cost)` would pass, taking nothing (a row in debt fits no cost, not even 0). */
+  fits(row: number, now: number, cost: number): boolean
   /** Takes `cost` permits whether they fit or not: debt (a penalty, a settle above its estimate). */
   force(row: number, now: number, cost: number): void
   /** Reports the row at `now` after a decision for `cost` that went `allowed`. */

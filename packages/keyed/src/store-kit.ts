@@ -5,6 +5,8 @@
  *
  * @module
  */
+
+export { checkBlock, checkCost, costAt } from './call-checks'
 export {
   type AdaptiveLimitEvent,
   adaptiveChannel,

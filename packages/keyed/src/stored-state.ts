@@ -1,6 +1,7 @@
 import type { NormalizedRateSpec, NormalizedSpec } from '@sluice/core'
 import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
-import type { Penalty, Policy } from './store'
+import { costAt } from './call-checks'
+import type { Cost, Penalty, Policy } from './store'
 import { countStrike } from './strikes'
 
 /**
@@ -102,6 +103,15 @@ class RateEntry {
   /** Milliseconds the key stays blocked by the penalty at `now` (0: not blocked). */
   blockedFor(now: number): number {
     return Math.max((this.strikes?.until ?? 0) - now, 0)
+  }
+
+  /**
+   * Blocks the key for `ms` from `now` (0: lifts a block). Strikes count afresh once it
+   * ends: its window is taken to have started one window before the block's end.
+   */
+  block(now: number, ms: number): void {
+    const until = now + ms
+    this.strikes = ms === 0 ? undefined : { count: 0, since: until - this.#policy.windowMs, until }
   }
 
   /**
@@ -242,49 +252,34 @@ export class StoredState {
    * Takes `cost` permits from every policy, or from none (`Store.take`). A concurrency
    * policy's slot is a lease held until released, or for `leaseTtlMs` at most.
    */
-  take(cost: number, leaseTtlMs: number): { allowed: boolean; results: StoredResult[] } {
+  take(cost: Cost, leaseTtlMs: number): { allowed: boolean; results: StoredResult[] } {
     const entries = this.#entries
     const now = this.#now
     const blocked = entries.map((entry) => (entry instanceof RateEntry ? entry.blockedFor(now) : 0))
+    // Exact kernels: what fits is what takes, so every policy is checked, then each takes.
     const admits = entries.map(
       (entry, i) =>
         blocked[i] === 0 &&
-        (entry instanceof RateEntry ? entry.kernel.available(0, now) : entry.available) >= cost,
+        (entry instanceof RateEntry
+          ? entry.kernel.fits(0, now, costAt(cost, i))
+          : entry.available >= costAt(cost, i)),
     )
-    let allowed = admits.every(Boolean)
+    const allowed = admits.every(Boolean)
     const leases: (StoredLease | undefined)[] = []
     const receipts: (number | undefined)[] = []
-    if (allowed) {
-      const before = entries.map((entry) => {
-        if (!(entry instanceof RateEntry)) return undefined
-        const state = new Array<number>(entry.kernel.width)
-        entry.kernel.read(0, state)
-        return state
-      })
-      for (const [i, entry] of entries.entries()) {
-        if (entry instanceof SlotsEntry) {
-          // Random: ids must stay unique across every holder and restart of the store.
-          const lease = { id: crypto.randomUUID(), permits: cost, expiresAt: now + leaseTtlMs }
-          entry.leases.push(lease)
-          leases.push(lease)
-          receipts.push(undefined)
-        } else if (entry.kernel.take(0, now, cost)) {
-          leases.push(undefined)
-          receipts.push(entry.kernel.receipt(0))
-        } else {
-          // A limiter refused what availablePermits promised (float edge): undo the others.
-          admits[i] = false
-          allowed = false
-          break
-        }
-      }
-      if (!allowed) {
-        for (const [i, entry] of entries.entries()) {
-          if (entry instanceof RateEntry) entry.kernel.write(0, before[i]!)
-          else entry.leases = entry.leases.filter((lease) => !leases.includes(lease))
-        }
-        leases.length = 0
-        receipts.length = 0
+    for (const [i, entry] of entries.entries()) {
+      const charge = costAt(cost, i)
+      leases.push(undefined)
+      receipts.push(undefined)
+      if (!allowed || charge === 0) continue
+      if (entry instanceof SlotsEntry) {
+        // Random: ids must stay unique across every holder and restart of the store.
+        const lease = { id: crypto.randomUUID(), permits: charge, expiresAt: now + leaseTtlMs }
+        entry.leases.push(lease)
+        leases[i] = lease
+      } else {
+        entry.kernel.take(0, now, charge)
+        receipts[i] = entry.kernel.receipt(0)
       }
     }
     if (!allowed) {
@@ -298,7 +293,16 @@ export class StoredState {
     return {
       allowed,
       results: entries.map((entry, i) =>
-        result(entry, now, admits[i]!, allowed, cost, blocked[i]!, leases[i], receipts[i]),
+        result(
+          entry,
+          now,
+          admits[i]!,
+          allowed,
+          costAt(cost, i),
+          blocked[i]!,
+          leases[i],
+          receipts[i],
+        ),
       ),
     }
   }
@@ -307,11 +311,28 @@ export class StoredState {
    * Gives `cost` permits back to the time-based policies (`Store.refund`), with the take's
    * `receipts` (one per policy) when known. A key with no record is fresh: nothing to give.
    */
-  refund(cost: number, receipts?: readonly (number | null | undefined)[]): void {
+  refund(cost: Cost, receipts?: readonly (number | null | undefined)[]): void {
     for (const [i, entry] of this.#entries.entries()) {
-      if (entry instanceof RateEntry && entry.known) {
-        entry.kernel.refund(0, this.#now, cost, receipts?.[i] ?? undefined)
+      const charge = costAt(cost, i)
+      if (entry instanceof RateEntry && entry.known && charge > 0) {
+        entry.kernel.refund(0, this.#now, charge, receipts?.[i] ?? undefined)
       }
+    }
+  }
+
+  /** Takes `cost` from the time-based policies whether it fits or not (`Store.force`). */
+  force(cost: Cost): StoredResult[] {
+    for (const [i, entry] of this.#entries.entries()) {
+      const charge = costAt(cost, i)
+      if (entry instanceof RateEntry && charge > 0) entry.kernel.force(0, this.#now, charge)
+    }
+    return this.get()
+  }
+
+  /** Blocks the key under the time-based policies for `ms` (`Store.block`; 0 lifts it). */
+  block(ms: number): void {
+    for (const entry of this.#entries) {
+      if (entry instanceof RateEntry) entry.block(this.#now, ms)
     }
   }
 

@@ -71,6 +71,10 @@ export class FixedWindowKernel implements RateKernel {
     this.#state[2 * row + 1] = count
   }
 
+  fits(row: number, now: number, cost: number): boolean {
+    return this.wait(row, now, cost) === 0
+  }
+
   force(row: number, now: number, cost: number): void {
     const t = micros(now)
     this.#count(row, t, this.#used(row, t) + cost)

@@ -116,6 +116,10 @@ export class GcraKernel implements RateKernel {
     return allowed
   }
 
+  fits(row: number, now: number, cost: number): boolean {
+    return this.wait(row, now, cost) === 0
+  }
+
   force(row: number, now: number, cost: number): void {
     this.reserve(row, now, now, cost)
   }

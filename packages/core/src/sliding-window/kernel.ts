@@ -175,6 +175,10 @@ export class SlidingWindowKernel implements RateKernel {
     return allowed
   }
 
+  fits(row: number, now: number, cost: number): boolean {
+    return this.wait(row, now, cost) === 0
+  }
+
   force(row: number, now: number, cost: number): void {
     const t = micros(now)
     this.#add(row, this.#generation(t, this.#head(row)), cost)

@@ -11,3 +11,8 @@
  * @module
  */
 export { runStoreContract, type StoreContractOptions } from './store-contract'
+export {
+  runStoreModel,
+  type StoreModelClock,
+  type StoreModelOptions,
+} from './store-model'
