@@ -19,7 +19,7 @@ export {
   type StoreEvent,
   storeChannel,
 } from './events'
-export { boundedKey, MAX_KEY_LENGTH } from './key'
+export { boundedKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
@@ -38,6 +38,7 @@ export {
   policyName,
   type RateAlgorithm,
 } from './policy'
+export { longestWait, primaryIndex } from './primary'
 export type * from './store'
 export {
   type RateRecord,
