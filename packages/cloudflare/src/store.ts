@@ -16,7 +16,7 @@ import {
   type Store,
   type TakeResult,
 } from '@sluice/keyed'
-import { emitWarning, storeChannel } from '@sluice/keyed/store'
+import { emitWarning, storeChannel, warnIfBareMilliseconds } from '@sluice/keyed/store'
 import type { Operation, WireResult, WireTake } from './protocol'
 
 /** The part of a Durable Object stub the store uses: `fetch(url, init)`. */
@@ -165,6 +165,9 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   if (typeof prefix !== 'string' || prefix === '') {
     throw new TypeError(`${FACTORY}: "prefix" must be a non-empty string, got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'timeout', options.timeout)
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
+  warnIfBareMilliseconds(FACTORY, 'probeInterval', options.probeInterval)
   const timeoutMs = readPositiveDuration(FACTORY, 'timeout', options.timeout, '1s')
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const probeMs = readPositiveDuration(FACTORY, 'probeInterval', options.probeInterval, '1s')

@@ -7,7 +7,12 @@ import {
   readPositiveDuration,
 } from '@sluice/core/validation'
 import type { AsyncStore, Policy, PolicyResult } from '@sluice/keyed'
-import { type StoredRecord, type StoredResult, StoredState } from '@sluice/keyed/store'
+import {
+  type StoredRecord,
+  type StoredResult,
+  StoredState,
+  warnIfBareMilliseconds,
+} from '@sluice/keyed/store'
 
 /** A Deno KV key: an array of parts. */
 export type KvKey = readonly (string | number | bigint | boolean | symbol | Uint8Array)[]
@@ -131,6 +136,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   if (!Array.isArray(prefix)) {
     throw new TypeError(`${FACTORY}: "prefix" must be an array (a KV key), got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const attempts =
     options.attempts === undefined
