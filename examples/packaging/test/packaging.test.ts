@@ -282,11 +282,11 @@ function otelInstallLines(document: string): string[][] {
 }
 
 const otelInstalls = ['packages/otel/README.md', 'README.md'].flatMap((document) =>
-  [minimumNode ?? '', NODE_22].map((version) => ({
+  [minimumNode ?? '', NODE_22].map((version): [string, string, string[][]] => [
     document,
     version,
-    lines: otelInstallLines(document),
-  })),
+    otelInstallLines(document),
+  ]),
 )
 
 /** The sluice packages `name` depends on, directly or not: npm would get them from the registry. */
@@ -456,8 +456,8 @@ describe('the packed packages', { timeout: 180_000 }, () => {
   })
 
   describe.each(otelInstalls)(
-    'the OpenTelemetry install lines of $document, on Node.js $version',
-    ({ version, lines }) => {
+    'the OpenTelemetry install lines of %s, on Node.js %s',
+    (_document, version, lines) => {
       it('install the packed @sluice/otel with what it needs, and it records metrics', async () => {
         const node = await nodeBinary(version)
         // npm itself, run by that Node.js: npm picks versions by the engines of the Node.js
