@@ -254,8 +254,8 @@ describeRedis('reporting', () => {
       const store = redisStore({
         client: quietClient(server.port),
         prefix: uniquePrefix(),
-        timeout: TIMEOUT,
-        probeInterval: 50,
+        timeout: `${TIMEOUT}ms`,
+        probeInterval: '50ms',
         onError: 'deny',
       })
       expect((await answered(store.take('k', [limit], 1))).allowed).toBe(true)
