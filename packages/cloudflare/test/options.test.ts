@@ -1,22 +1,18 @@
 import { ManualClock } from '@sluice/core'
-import { forgetWarnings } from '@sluice/http/adapter'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { warningsOf } from '@sluice/keyed/testing'
+import { describe, expect, it } from 'vitest'
 import { durableObjectStore } from '../src/index'
 import { inProcessNamespace } from './in-process'
 
-afterEach(() => {
-  vi.restoreAllMocks()
-})
-
 describe('durableObjectStore: durations in bare milliseconds', () => {
   it('warns once for each of timeout, leaseTtl and probeInterval', () => {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
     const { namespace } = inProcessNamespace(new ManualClock())
-    durableObjectStore({ namespace, timeout: 2, leaseTtl: 60, probeInterval: 5 })
-    durableObjectStore({ namespace, timeout: '2s', leaseTtl: 60_000, probeInterval: '5s' })
     expect(
-      spy.mock.calls.map(([text, options]) => [(options as { code: string }).code, text]),
+      warningsOf(() => {
+        durableObjectStore({ namespace, timeout: 2, leaseTtl: 60, probeInterval: 5 })
+        durableObjectStore({ namespace, timeout: 2, leaseTtl: 60, probeInterval: 5 })
+        durableObjectStore({ namespace, timeout: '2s', leaseTtl: 60_000, probeInterval: '5s' })
+      }),
     ).toEqual(
       [
         ['timeout', 2],

@@ -1,6 +1,7 @@
 import { createServer, get } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createdInsideRequest, emitWarning, forgetWarnings } from '@sluice/keyed/store'
+import { createdInsideRequest, emitWarning } from '@sluice/keyed/store'
+import { warningsOf } from '@sluice/keyed/testing'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 import { RateLimitEngine, type RateLimitOptions } from './rate-limit-engine'
@@ -127,18 +128,6 @@ describe('createdInsideRequest', () => {
 })
 
 describe('durations in bare milliseconds', () => {
-  /** The codes and messages of the SluiceWarnings `build` gives. */
-  function warningsOf(build: () => unknown): [string, string][] {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    build()
-    const given = spy.mock.calls.map(([text, options]): [string, string] => [
-      (options as { code: string }).code,
-      `${text}`,
-    ])
-    spy.mockRestore()
-    return given
-  }
   const rateLimit = (options: RateLimitOptions) =>
     warningsOf(() => new RateLimitEngine(options, {} as never, {} as never))
   const bulkhead = (options: BulkheadOptions) =>

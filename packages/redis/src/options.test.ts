@@ -1,13 +1,9 @@
-import { forgetWarnings } from '@sluice/keyed/store'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { warningsOf } from '@sluice/keyed/testing'
+import { describe, expect, it } from 'vitest'
 import { redisStore } from './redis-store'
 
 // Construction needs no server: nothing is sent until the first call.
 const client = async () => 'OK'
-
-afterEach(() => {
-  vi.restoreAllMocks()
-})
 
 describe('redisStore: options that ask it to connect', () => {
   it.each(['url', 'host', 'port', 'db'])('refuses "%s" and says to pass a client', (name) => {
@@ -31,12 +27,12 @@ describe('redisStore: options that ask it to connect', () => {
 
 describe('redisStore: durations in bare milliseconds', () => {
   it('warns once for each of timeout, leaseTtl and probeInterval', () => {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    redisStore({ client, timeout: 2, leaseTtl: 30, probeInterval: 5 })
-    redisStore({ client, timeout: '250ms', leaseTtl: '30s', probeInterval: 5000 })
     expect(
-      spy.mock.calls.map(([text, options]) => [(options as { code: string }).code, text]),
+      warningsOf(() => {
+        redisStore({ client, timeout: 2, leaseTtl: 30, probeInterval: 5 })
+        redisStore({ client, timeout: 2, leaseTtl: 30, probeInterval: 5 })
+        redisStore({ client, timeout: '250ms', leaseTtl: '30s', probeInterval: 5000 })
+      }),
     ).toEqual(
       [
         ['timeout', 2],
