@@ -1,7 +1,7 @@
 /**
  * The contract every store must pass (`runStoreContract`), so a store written anywhere
  * runs the same suite as sluice's own, and `warningsOf` to see the warnings a setup gives.
- * It uses vitest's `describe`/`it`/`expect`/`vi`.
+ * `runStoreContract` uses vitest's `describe`/`it`/`expect`.
  *
  * @example
  * ```ts

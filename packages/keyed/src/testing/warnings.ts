@@ -1,10 +1,14 @@
-import { vi } from 'vitest'
 import { forgetWarnings } from '../warnings'
 
+interface WarningHost {
+  emitWarning(message: unknown, options?: unknown): void
+}
+
 /**
- * The SluiceWarnings that `build` gives, as `[code, message]`, in order: warnings given
- * before are forgotten first, so each call sees its own, and `process.emitWarning` is
- * stubbed only while `build` runs. Uses vitest's `vi`.
+ * The SluiceWarnings that `build` gives, as `[code, message]`, in order. Warnings given
+ * before are forgotten first, so each call sees its own; while `build` runs,
+ * `process.emitWarning` collects SluiceWarnings instead of printing them (others pass
+ * through). Needs a `process`, as on Node, Bun and Deno.
  *
  * @example
  * ```ts
@@ -14,17 +18,20 @@ import { forgetWarnings } from '../warnings'
  * ```
  */
 export function warningsOf(build: () => unknown): [code: string, message: string][] {
+  const host = (globalThis as { process?: WarningHost }).process
+  if (host === undefined) throw new Error('warningsOf: there is no process to take warnings from')
   forgetWarnings()
-  const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+  const given: [string, string][] = []
+  const emitWarning = host.emitWarning
+  host.emitWarning = (message, options) => {
+    const { type, code } = (options ?? {}) as { type?: unknown; code?: unknown }
+    if (type === 'SluiceWarning') given.push([String(code), String(message)])
+    else emitWarning.call(host, message, options)
+  }
   try {
     build()
-    return spy.mock.calls
-      .filter(([, options]) => (options as { type?: string } | undefined)?.type === 'SluiceWarning')
-      .map(([message, options]): [string, string] => [
-        (options as { code: string }).code,
-        `${message}`,
-      ])
   } finally {
-    spy.mockRestore()
+    host.emitWarning = emitWarning
   }
+  return given
 }
