@@ -47,9 +47,9 @@ export function emitWarning(
 /**
  * Warns once when a duration option is a bare number under 1000. Bare numbers are
  * milliseconds where rate-limiter-flexible's `duration` and `blockDuration` count seconds,
- * so `block: { for: 60 }` is far more often a minute meant than 60 ms. A window gets `ERR_SLUICE_WINDOW_IN_MS`, any other duration
- * `ERR_SLUICE_DURATION_IN_MS`; zero (no wait at all) and strings are left alone. Call it
- * where the option is read.
+ * so `block: { for: 60 }` is far more often a minute meant than 60 ms. A window gets
+ * `ERR_SLUICE_WINDOW_IN_MS`, any other duration `ERR_SLUICE_DURATION_IN_MS`; zero (no wait
+ * at all) and strings are left alone. Call it where the option is read.
  *
  * @param option How the option is named in the message, e.g. `block.for` or `policies[1].window`.
  * @example
