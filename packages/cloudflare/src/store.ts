@@ -23,6 +23,7 @@ import {
   costAt,
   emitWarning,
   storeChannel,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import type { Operation, WireResult, WireTake } from './protocol'
 
@@ -172,6 +173,9 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   if (typeof prefix !== 'string' || prefix === '') {
     throw new TypeError(`${FACTORY}: "prefix" must be a non-empty string, got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'timeout', options.timeout)
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
+  warnIfBareMilliseconds(FACTORY, 'probeInterval', options.probeInterval)
   const timeoutMs = readPositiveDuration(FACTORY, 'timeout', options.timeout, '1s')
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const probeMs = readPositiveDuration(FACTORY, 'probeInterval', options.probeInterval, '1s')

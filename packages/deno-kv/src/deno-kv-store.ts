@@ -13,6 +13,7 @@ import {
   type StoredRecord,
   type StoredResult,
   StoredState,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 
 /** A Deno KV key: an array of parts. */
@@ -137,6 +138,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   if (!Array.isArray(prefix)) {
     throw new TypeError(`${FACTORY}: "prefix" must be an array (a KV key), got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const attempts =
     options.attempts === undefined

@@ -86,25 +86,26 @@ export interface Receipt {
   readonly key: string
 }
 
+/** Answers synchronously on a memory store, with a promise on any other. */
+type Answer<S, T> = S extends MemoryStore ? T : MaybePromise<T>
+
 /** A cost budget taken from an estimate, to be settled with the actual cost. */
-export interface Reservation extends KeyedResult {
+export interface Reservation<S extends Store = Store> extends KeyedResult {
   /**
    * Charges the actual cost instead of the estimate: the difference is refunded (as far
    * as it still counts), or the excess charged as debt that later calls wait out. Once.
+   * A policy the actual cost does not name is charged 0 (its estimate is refunded).
    */
-  settle(actual: KeyedCost): MaybePromise<KeyedResult>
+  settle(actual: KeyedCost): Answer<S, KeyedResult>
   /** Gives the estimate back, as far as it still counts. Not after `settle`. */
-  cancel(): MaybePromise<void>
+  cancel(): Answer<S, void>
 }
 
 /** A bulkhead slot held for a key; `release()` frees it (a second call throws). */
-export interface KeyedPermit extends Disposable {
+export interface KeyedPermit<S extends Store = Store> extends Disposable {
   readonly key: string
-  release(): MaybePromise<void>
+  release(): Answer<S, void>
 }
-
-/** Answers synchronously on a memory store, with a promise on any other. */
-type Answer<S, T> = S extends MemoryStore ? T : MaybePromise<T>
 
 /**
  * Limits any key, anywhere: a WebSocket message, a GraphQL resolver, a queue job, a login
@@ -131,11 +132,11 @@ export interface KeyedLimiter<S extends Store = Store> {
   /** Forgets `key` under this limiter's policies, blocks included. */
   delete(key: string): Answer<S, void>
   /** Takes an estimate to be settled later (`Reservation.settle`); refused takes nothing. */
-  reserve(key: string, estimate: KeyedCost): Answer<S, Reservation>
+  reserve(key: string, estimate: KeyedCost): Answer<S, Reservation<S>>
   /** `reserve`, throwing `RateLimitError` when refused. */
-  reserveOrThrow(key: string, estimate: KeyedCost): Answer<S, Reservation>
+  reserveOrThrow(key: string, estimate: KeyedCost): Answer<S, Reservation<S>>
   /** A bulkhead's slot for `key` (limiters with `max`), or undefined when full. */
-  enter(key: string): Answer<S, KeyedPermit | undefined>
+  enter(key: string): Answer<S, KeyedPermit<S> | undefined>
   /** The key this limiter stores for `key` (long and digest-like keys are hashed). */
   keyFor(key: string): string
 }

@@ -52,4 +52,9 @@ export {
   type Strikes,
 } from './stored-state'
 export { countStrike, type StrikeCount } from './strikes'
-export { createdInsideRequest, emitWarning, forgetWarnings } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  forgetWarnings,
+  warnIfBareMilliseconds,
+} from './warnings'
