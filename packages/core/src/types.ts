@@ -230,7 +230,7 @@ export interface ConcurrencyOptions extends CommonOptions, PriorityOptions {
   maxQueue?: number
 }
 
-type SpecOf<A extends string, O> = { algorithm: A } & Omit<O, 'clock'>
+type SpecOf<A extends string, O> = { algorithm: A } & Omit<O, 'clock' | keyof PriorityOptions>
 
 /** A plain, serialisable description of any limiter: what the HTTP layer and stores share. */
 export type LimiterSpec =
@@ -260,17 +260,7 @@ export type NormalizedSpec =
   | { algorithm: 'sliding-window'; limit: number; window: number; slots: number }
   | { algorithm: 'fixed-window'; limit: number; window: number }
   | { algorithm: 'warm-up'; limit: number; window: number; capacity: number; warmUp: number }
-  | {
-      algorithm: 'concurrency'
-      max: number
-      maxQueue: number
-      /** Shares by partition name, most important first; only when given. */
-      partitions?: Readonly<Record<string, number>>
-      /** Only when not `'fifo'`, with the target and interval in milliseconds. */
-      queuePolicy?: Exclude<QueuePolicy, 'fifo'>
-      queueTarget?: number
-      queueInterval?: number
-    }
+  | { algorithm: 'concurrency'; max: number; maxQueue: number }
 
 /** The normalized specs of the five time-based limiters. */
 export type NormalizedRateSpec = Exclude<NormalizedSpec, { algorithm: 'concurrency' }>

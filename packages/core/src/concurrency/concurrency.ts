@@ -1,4 +1,4 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import type { AlgorithmDefinition } from '../algorithm'
 import { neverError, RateLimitError } from '../errors'
 import {
   invalidPermits,
@@ -12,7 +12,6 @@ import {
   PRIORITY_OPTIONS,
   type QueueSettings,
   readQueueSettings,
-  specOfQueue,
 } from '../priority/priority'
 import { SlotQueue } from '../priority/slot-queue'
 import type {
@@ -24,7 +23,7 @@ import type {
   Permit,
   WaitOptions,
 } from '../types'
-import { readPositiveInteger } from '../validation'
+import { readClock, readName, readOptions, readPositiveInteger } from '../validation'
 
 type ConcurrencySpec = Extract<NormalizedSpec, { algorithm: 'concurrency' }>
 
@@ -132,19 +131,16 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
   algorithm: 'concurrency',
   factory: 'concurrency',
   timed: false,
-  options: ['max', 'maxQueue', ...PRIORITY_OPTIONS],
+  options: ['max', 'maxQueue'],
   normalize(options, label, prefix = '') {
-    const maxQueue = readMaxQueue(label, `${prefix}maxQueue`, options.maxQueue)
     return {
       algorithm: 'concurrency',
       max: readPositiveInteger(label, `${prefix}max`, options.max),
-      maxQueue,
-      ...specOfQueue(readQueueSettings(label, options, maxQueue, { prefix })),
+      maxQueue: readMaxQueue(label, `${prefix}maxQueue`, options.maxQueue),
     }
   },
   create(spec, name, clock) {
-    const settings = readQueueSettings(name, spec, spec.maxQueue)
-    return new BulkheadLimiter(name, clock, spec.max, settings)
+    return new BulkheadLimiter(name, clock, spec.max, readQueueSettings(name, {}, spec.maxQueue))
   },
 }
 
@@ -179,5 +175,23 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
  * ```
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyLimiter {
-  return buildLimiter(concurrencyAlgorithm, options) as ConcurrencyLimiter
+  const factory = 'concurrency'
+  // Priorities decide admission in this process only: they are no part of the spec a
+  // store shares, so they are read here rather than by the registry entry.
+  readOptions(factory, options, [
+    ...concurrencyAlgorithm.options,
+    ...PRIORITY_OPTIONS,
+    'name',
+    'clock',
+  ])
+  const spec = concurrencyAlgorithm.normalize(
+    options as unknown as Readonly<Record<string, unknown>>,
+    factory,
+  )
+  return new BulkheadLimiter(
+    readName(factory, 'name', options.name, 'concurrency'),
+    readClock(factory, 'clock', options.clock),
+    spec.max,
+    readQueueSettings(factory, options, spec.maxQueue),
+  )
 }

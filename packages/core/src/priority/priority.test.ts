@@ -174,34 +174,14 @@ describe('priority options', () => {
     ).not.toThrow()
   })
 
-  it('a normalized spec carries them only when they differ from the defaults', () => {
-    expect(normalizeSpec({ algorithm: 'concurrency', max: 4, queuePolicy: 'fifo' })).toEqual({
+  it('are no part of a spec: they decide admission in one process, nothing a store shares', () => {
+    expect(normalizeSpec({ algorithm: 'concurrency', max: 4 })).toEqual({
       algorithm: 'concurrency',
       max: 4,
       maxQueue: 0,
     })
-    expect(
-      normalizeSpec({
-        algorithm: 'concurrency',
-        max: 4,
-        partitions: { sheddable: 0.25, 5: 0.25, critical: 0.5 },
-        queuePolicy: 'codel',
-      }),
-    ).toEqual({
-      algorithm: 'concurrency',
-      max: 4,
-      maxQueue: 0,
-      partitions: { 5: 0.25, critical: 0.5, sheddable: 0.25 },
-      queuePolicy: 'codel',
-      queueTarget: 5,
-      queueInterval: 100,
-    })
-    const limiter = createLimiter({
-      algorithm: 'concurrency',
-      max: 2,
-      partitions: { critical: 0.5 },
-    })
-    limiter.tryAcquire(2)
-    expect(limiter.tryAcquire()).toBe(false)
+    expect(() =>
+      createLimiter({ algorithm: 'concurrency', max: 4, partitions: { critical: 0.5 } } as never),
+    ).toThrow(/unknown option "partitions"/)
   })
 })

@@ -42,7 +42,12 @@ export interface QueueSettings {
 }
 
 /** The option names of {@link PriorityOptions}, for unknown-option checks. */
-export const PRIORITY_OPTIONS = ['partitions', 'queuePolicy', 'queueTarget', 'queueInterval']
+export const PRIORITY_OPTIONS = [
+  'partitions',
+  'queuePolicy',
+  'queueTarget',
+  'queueInterval',
+] as const
 
 /**
  * A priority as a number: a name's number, a finite number as is, `'default'` when absent.
@@ -202,36 +207,4 @@ export function readQueueSettings(
     targetMs,
     intervalMs,
   }
-}
-
-/**
- * The normalized-spec form of a limiter's priority options: present only when they differ
- * from the defaults, so a spec without them is the spec it always was.
- *
- * @example
- * ```ts
- * specOfQueue(readQueueSettings('concurrency', { partitions: { critical: 0.5 } }, 0))
- * // { partitions: { critical: 0.5 } }
- * ```
- */
-export function specOfQueue(settings: QueueSettings): {
-  partitions?: Readonly<Record<string, number>>
-  queuePolicy?: Exclude<QueuePolicy, 'fifo'>
-  queueTarget?: number
-  queueInterval?: number
-} {
-  const spec: ReturnType<typeof specOfQueue> = {}
-  if (settings.partitions.size > 0) {
-    spec.partitions = Object.fromEntries(
-      [...settings.partitions]
-        .sort(([a], [b]) => b - a)
-        .map(([priority, share]) => [partitionName(priority), share]),
-    )
-  }
-  if (settings.policy !== 'fifo') {
-    spec.queuePolicy = settings.policy
-    spec.queueTarget = settings.targetMs
-    spec.queueInterval = settings.intervalMs
-  }
-  return spec
 }
