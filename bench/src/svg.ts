@@ -49,3 +49,20 @@ export function rule(axis: Axis, y: number, ticks: number, color: string, dashed
   const dash = dashed ? ' stroke-dasharray="4 3"' : ''
   return `<line x1="${axis.left}" y1="${y.toFixed(1)}" x2="${axis.left + ticks * axis.step}" y2="${y.toFixed(1)}" stroke="${color}"${dash}/>`
 }
+
+/** A label just right of a rule drawn across `ticks` ticks at height `y`. */
+export function endLabel(axis: Axis, ticks: number, y: number, text: string): string {
+  return `<text x="${axis.left + ticks * axis.step + 4}" y="${(y + 4).toFixed(1)}" fill="#495057">${text}</text>`
+}
+
+/** Seconds under the plots at `y`, every 10 s of ticks of `tickMs`. */
+export function timeAxis(axis: Axis, y: number, ticks: number, tickMs: number): string[] {
+  const out: string[] = []
+  const ticksPerTenSeconds = 10_000 / tickMs
+  for (let tick = 0; tick <= ticks; tick += ticksPerTenSeconds) {
+    out.push(
+      `<text x="${axis.left + tick * axis.step}" y="${y + 14}" text-anchor="middle" fill="#495057">${(tick * tickMs) / 1000}s</text>`,
+    )
+  }
+  return out
+}

@@ -1,4 +1,4 @@
-import { type Axis, escapeXml, polylines, rule } from '../svg'
+import { type Axis, endLabel, escapeXml, polylines, rule, timeAxis } from '../svg'
 import type { AdaptiveResults } from './run'
 
 /** What the chart draws: the main scenario's runs. */
@@ -50,10 +50,10 @@ export function renderAdaptiveSvg(results: ChartInput, ids: readonly string[]): 
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 4}" fill="#d9480f">p99 latency</text>`,
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 18}" fill="#495057">(0–${latencyTop.toFixed(0)} ms)</text>`,
       rule(AXIS, limitY(scenario.workers), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(limitY(scenario.workers) + 4).toFixed(1)}" fill="#495057">C</text>`,
+      endLabel(AXIS, ticks, limitY(scenario.workers), 'C'),
       rule(AXIS, latencyY(noLoadP99Ms), ticks, '#ced4da', false),
       rule(AXIS, latencyY(2 * noLoadP99Ms), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(latencyY(2 * noLoadP99Ms) + 4).toFixed(1)}" fill="#495057">2×</text>`,
+      endLabel(AXIS, ticks, latencyY(2 * noLoadP99Ms), '2×'),
       ...polylines(AXIS, run.timeline.limit, limitY, '#1098ad'),
       ...polylines(AXIS, run.timeline.p99Ms, latencyY, '#e8590c'),
       rule(AXIS, limitBase, ticks, '#868e96', false),
@@ -62,12 +62,7 @@ export function renderAdaptiveSvg(results: ChartInput, ids: readonly string[]): 
     out.push('</g>')
   })
   const axisY = TOP + runs.length * PANEL_H - 8
-  const ticksPerTenSeconds = 10_000 / scenario.tickMs
-  for (let tick = 0; tick <= ticks; tick += ticksPerTenSeconds) {
-    out.push(
-      `<text x="${LEFT + tick * X_STEP}" y="${axisY + 14}" text-anchor="middle" fill="#495057">${(tick * scenario.tickMs) / 1000}s</text>`,
-    )
-  }
+  out.push(...timeAxis(AXIS, axisY, ticks, scenario.tickMs))
   out.push(
     `<text x="${width - 20}" y="${height - 6}" text-anchor="end" fill="#495057">${escapeXml(`dashed: C = ${scenario.workers} workers, and the target of 2× the no-load p99 (${noLoadP99Ms.toFixed(1)} ms, solid grey) · each limit starts at 3 while the first probe measures the no-load latency; a dip back to 3 is a re-measurement`)}</text>`,
     '</svg>',

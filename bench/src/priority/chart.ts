@@ -1,4 +1,4 @@
-import { type Axis, escapeXml, polylines, rule } from '../svg'
+import { type Axis, endLabel, escapeXml, polylines, rule, timeAxis } from '../svg'
 import { CALM_REFERENCE } from './contenders'
 import { PRIORITY_TARGETS, type PriorityResults } from './run'
 import type { PriorityRun, PriorityScenario } from './simulate'
@@ -63,11 +63,11 @@ export function renderPrioritySvg(input: PriorityChartInput): string {
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 4}" fill="${CRITICAL}">critical p99</text>`,
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 18}" fill="#495057">(0–${latencyTop.toFixed(0)} ms)</text>`,
       rule(AXIS, goodputY(1), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(goodputY(1) + 4).toFixed(1)}" fill="#495057">C</text>`,
+      endLabel(AXIS, ticks, goodputY(1), 'C'),
       rule(AXIS, goodputY(scenario.load.critical), ticks, '#ced4da', false),
       rule(AXIS, latencyY(calmP99Ms), ticks, '#ced4da', false),
       rule(AXIS, latencyY(bound), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(latencyY(bound) + 4).toFixed(1)}" fill="#495057">${PRIORITY_TARGETS.p99Ratio}×</text>`,
+      endLabel(AXIS, ticks, latencyY(bound), `${PRIORITY_TARGETS.p99Ratio}×`),
       ...polylines(AXIS, run.timeline.critical, goodputY, CRITICAL),
       ...polylines(AXIS, run.timeline.sheddable, goodputY, SHEDDABLE),
       ...polylines(AXIS, run.timeline.criticalP99Ms, latencyY, CRITICAL),
@@ -77,12 +77,7 @@ export function renderPrioritySvg(input: PriorityChartInput): string {
     out.push('</g>')
   })
   const axisY = TOP + picked.length * PANEL_H - 8
-  const ticksPerTenSeconds = 10_000 / scenario.tickMs
-  for (let tick = 0; tick <= ticks; tick += ticksPerTenSeconds) {
-    out.push(
-      `<text x="${LEFT + tick * X_STEP}" y="${axisY + 14}" text-anchor="middle" fill="#495057">${(tick * scenario.tickMs) / 1000}s</text>`,
-    )
-  }
+  out.push(...timeAxis(AXIS, axisY, ticks, scenario.tickMs))
   out.push(
     `<text x="${width - 20}" y="${height - 6}" text-anchor="end" fill="#495057">${escapeXml(`dashed: the capacity C, and the target of ${PRIORITY_TARGETS.p99Ratio}× the critical p99 without the surge or priorities (${calmP99Ms.toFixed(1)} ms, solid grey); solid grey in the goodput plot: the critical demand, ${scenario.load.critical} C`)}</text>`,
     '</svg>',

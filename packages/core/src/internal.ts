@@ -13,7 +13,6 @@ export { isCompact, isPortable } from './compact'
 export type { Quota } from './kernel'
 export { type KeyedLimiter, keyedLimiter } from './keyed'
 export {
-  DEFAULT_PRIORITY,
   PRIORITY_OPTIONS,
   partitionName,
   type QueueSettings,

@@ -62,6 +62,18 @@ const ignore = (): void => {}
  *
  * With one priority, no partitions and `'fifo'`, this is the plain FIFO queue every
  * bulkhead had before priorities.
+ *
+ * @example
+ * ```ts
+ * const slots = new SlotQueue('db', () => 4, clock, readQueueSettings('db', {}, 10))
+ * if (!slots.tryTake(1, PRIORITIES.critical)) {
+ *   const joined = slots.join(1, PRIORITIES.critical, 1000, signal)
+ *   if (joined instanceof RateLimitError) throw joined
+ *   await joined
+ * }
+ * // ... later
+ * slots.release(1, PRIORITIES.critical)
+ * ```
  */
 export class SlotQueue {
   readonly #name: string
@@ -262,11 +274,6 @@ export class SlotQueue {
       this.#take(level, next.permits)
       next.resolve()
     }
-  }
-
-  /** The partition name of a priority, as refusals give it. */
-  partition(priority: number): string {
-    return this.#byPriority.get(priority)?.name ?? partitionName(priority)
   }
 
   #level(priority: number): Level {
