@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { flush, type Tracked, track } from '../../test/helpers'
 import { ManualClock } from '../clock'
@@ -366,5 +367,68 @@ describe('waiters with priorities', () => {
     await flush()
     waiter.value!.release()
     expect([limiter.inFlight, limiter.queued]).toEqual([0, 0])
+  })
+})
+
+describe('invariants over random traffic', () => {
+  const priorities = ['critical', 'default', 'sheddable', 7] as const
+  const step = fc.oneof(
+    fc.record({ op: fc.constant('try' as const), priority: fc.constantFrom(...priorities) }),
+    fc.record({ op: fc.constant('wait' as const), priority: fc.constantFrom(...priorities) }),
+    fc.record({ op: fc.constant('release' as const), index: fc.nat() }),
+    fc.record({ op: fc.constant('abort' as const), index: fc.nat() }),
+    fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 40 }) }),
+  )
+  const config = fc.record({
+    max: fc.integer({ min: 1, max: 5 }),
+    maxQueue: fc.integer({ min: 0, max: 3 }),
+    partitions: fc.constantFrom({}, { critical: 0.5 }, { sheddable: 0.4, critical: 0.4 }),
+    queuePolicy: fc.constantFrom('fifo' as const, 'codel' as const, 'adaptive-lifo' as const),
+  })
+
+  it('never exceeds max, never idles a permit while someone waits, and settles every waiter', async () => {
+    await fc.assert(
+      fc.asyncProperty(config, fc.array(step, { maxLength: 60 }), async (options, steps) => {
+        const { clock, limiter } = setup(options)
+        const held: Permit[] = []
+        const waiting: { controller: AbortController; settled: boolean }[] = []
+        const counted = () => waiting.filter((w) => !w.settled).length
+        for (const s of steps) {
+          if (s.op === 'try') {
+            const permit = limiter.tryEnter({ priority: s.priority })
+            if (permit !== undefined) held.push(permit)
+          } else if (s.op === 'wait') {
+            const entry = { controller: new AbortController(), settled: false }
+            waiting.push(entry)
+            limiter.enter({ priority: s.priority, signal: entry.controller.signal }).then(
+              (permit) => {
+                entry.settled = true
+                held.push(permit)
+              },
+              () => {
+                entry.settled = true
+              },
+            )
+          } else if (s.op === 'release' && held.length > 0) {
+            held.splice(s.index % held.length, 1)[0]!.release()
+          } else if (s.op === 'abort' && waiting.length > 0) {
+            waiting[s.index % waiting.length]!.controller.abort()
+          } else if (s.op === 'advance') {
+            clock.advance(s.ms)
+          }
+          await flush()
+          expect(limiter.inFlight).toBe(held.length)
+          expect(limiter.inFlight).toBeLessThanOrEqual(options.max)
+          expect(limiter.queued).toBe(counted())
+          // Work-conserving: a waiter is left waiting only when every permit is held.
+          if (limiter.queued > 0) expect(limiter.inFlight).toBe(options.max)
+        }
+        for (const w of waiting) w.controller.abort()
+        for (const permit of held.splice(0)) permit.release()
+        await flush()
+        expect([limiter.inFlight, limiter.queued, clock.pendingSleeps]).toEqual([0, 0, 0])
+      }),
+      { numRuns: 300 },
+    )
   })
 })
