@@ -1,4 +1,4 @@
-import { ManualClock } from '@sluice/core'
+import { adaptiveConcurrency, ManualClock, type Priority } from '@sluice/core'
 import { memoryStore } from '@sluice/keyed'
 import { bulkheadChannel, isPromiseLike } from '@sluice/keyed/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -10,6 +10,7 @@ import { listen } from './testing'
 
 interface FakeRequest {
   tenant?: string
+  tier?: Priority
   gone?: AbortController
 }
 type FakeResponse = Map<string, string>
@@ -309,6 +310,214 @@ describe('BulkheadEngine events', () => {
   })
 })
 
+describe('BulkheadEngine with priorities', () => {
+  const byTier = { priority: (req: FakeRequest) => req.tier ?? 'default' }
+
+  it('refuses the lowest first: a critical request waits for the slot sheddable work frees', async () => {
+    const { store, engine } = setup({ max: 2, ...byTier })
+    const held = [enter(engine, { tier: 'sheddable' }), enter(engine, { tier: 'sheddable' })]
+    expect(held.map((h) => h.outcome.action)).toEqual(['pass', 'pass'])
+    // Even without a queue (maxQueue 0) a critical request is owed the next slot...
+    const critical = later(engine, { tier: 'critical' })
+    // ...and a sheddable newcomer is refused at once, naming its partition.
+    const refused = enter(engine, { tier: 'sheddable' })
+    expect(refused.outcome).toMatchObject({
+      action: 'refuse',
+      status: 503,
+      decision: { allowed: false, partition: 'sheddable', policy: '2-concurrent' },
+    })
+    expect(refused.headers).toEqual({
+      'RateLimit-Policy': '"2-concurrent/sheddable";q=2;qu="concurrent-requests"',
+      RateLimit: '"2-concurrent/sheddable";r=0',
+      'Retry-After': '1',
+    })
+    expect(engine.queued()).toBe(1)
+    held[0]!.outcome.done(false)
+    const admitted = await critical
+    expect(admitted).toMatchObject({ action: 'pass', decision: { partition: 'critical' } })
+    expect([store.inFlight, engine.queued()]).toEqual([2, 0])
+    // Admitted requests keep the plain policy name in their headers.
+    admitted.done(false)
+    expect(enter(engine, { tier: 'critical' }).headers.RateLimit).toBe('"2-concurrent";r=0')
+  })
+
+  it('names the refusing partition in the problem details', () => {
+    const { engine } = setup({ max: 1, problemDetails: true, ...byTier })
+    enter(engine, { tier: 7 })
+    const refusal = enter(engine, { tier: 3 }).outcome.refusal() as { body: string }
+    expect(JSON.parse(refusal.body)).toEqual({
+      type: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+      title: 'Request cannot be satisfied due to temporarily reduced capacity',
+      status: 503,
+      partition: '3',
+      detail: 'Service Unavailable',
+    })
+  })
+
+  it("keeps a partition's share: lent while unused, the next released slot goes back to it", async () => {
+    const { store, engine } = setup({
+      max: 4,
+      maxQueue: 10,
+      partitions: { default: 0.5 },
+      ...byTier,
+    })
+    const critical = [0, 1, 2, 3].map(() => enter(engine, { tier: 'critical' }).outcome)
+    const order: string[] = []
+    const queue = (tier: Priority, label: string) =>
+      later(engine, { tier }).then((outcome) => {
+        order.push(label)
+        return outcome
+      })
+    const waiting = [queue('critical', 'c'), queue('default', 'd1'), queue('default', 'd2')]
+    await turn()
+    for (const outcome of critical) {
+      outcome.done(false)
+      await turn()
+    }
+    await Promise.all(waiting)
+    // default is owed 2 of 4: its two waiters go before the critical one.
+    expect(order).toEqual(['d1', 'd2', 'c'])
+    expect(store.inFlight).toBe(3)
+  })
+
+  it('publishes the partition on every event of a request', async () => {
+    const seen = listen<Record<string, unknown>>('sluice:bulkhead')
+    try {
+      const { clock, engine } = setup({ max: 2, queueTimeout: '1s', ...byTier })
+      const a1 = enter(engine, { tier: 'sheddable' }).outcome
+      const a2 = enter(engine, { tier: 'sheddable' }).outcome
+      const b = later(engine, { tier: 'critical' })
+      enter(engine, { tier: 'sheddable' })
+      clock.advance(250)
+      a1.done(false)
+      const bIn = await b
+      const c = later(engine, { tier: 'critical' })
+      await clock.advanceAsync(1_000)
+      expect((await c).action).toBe('refuse')
+      a2.done(false)
+      bIn.done(false)
+      const event = (
+        name: string,
+        partition: string,
+        inFlight: number,
+        queued: number,
+        extra = {},
+      ) => ({
+        key: 'global',
+        policy: '2-concurrent',
+        event: name,
+        inFlight,
+        queued,
+        partition,
+        ...extra,
+      })
+      expect(seen.events).toEqual([
+        event('enter', 'sheddable', 1, 0),
+        event('enter', 'sheddable', 2, 0),
+        event('queue', 'critical', 2, 1),
+        event('reject', 'sheddable', 2, 1),
+        event('release', 'sheddable', 1, 1, { heldMs: 250 }),
+        event('enter', 'critical', 2, 0, { waitedMs: 250 }),
+        event('queue', 'critical', 2, 1),
+        event('timeout', 'critical', 2, 0, { waitedMs: 1_000 }),
+        event('reject', 'critical', 2, 0),
+        event('release', 'sheddable', 1, 0, { heldMs: 1_250 }),
+        event('release', 'critical', 0, 0, { heldMs: 1_000 }),
+      ])
+    } finally {
+      seen.stop()
+    }
+  })
+
+  it('a client that leaves while queued takes nothing, and idle keys are forgotten', async () => {
+    const { store, engine } = setup({ max: 1, key: (req) => req.tenant, ...byTier })
+    const holder = enter(engine, { tenant: 'a', tier: 'sheddable' }).outcome
+    const quitter: FakeRequest = { tenant: 'a', tier: 'critical' }
+    const waiting = later(engine, quitter)
+    expect(engine.queued('a')).toBe(1)
+    const reason = new Error('gone')
+    quitter.gone?.abort(reason)
+    await expect(waiting).rejects.toBe(reason)
+    expect(engine.queued('a')).toBe(0)
+    expect(enter(engine, { tenant: 'b', tier: 'sheddable' }).outcome.action).toBe('pass')
+    holder.done(true)
+    expect(store.inFlight).toBe(1)
+    expect(enter(engine, { tenant: 'a' }).outcome.action).toBe('pass')
+  })
+
+  it('an async priority, and a bad one failing the request with a clear error', async () => {
+    const { engine } = setup({
+      max: 1,
+      priority: async (req: FakeRequest) => req.tier ?? 'default',
+    })
+    expect((await later(engine, { tier: 'critical' })).action).toBe('pass')
+    await expect(later(engine, { tier: 'urgent' as never })).rejects.toThrow(
+      new TypeError(
+        `bulkhead: "priority" must be 'critical', 'default', 'sheddable' or a finite number, got "urgent"`,
+      ),
+    )
+  })
+
+  it("queuePolicy 'codel' sheds a standing queue, with or without priorities", async () => {
+    const { clock, engine } = setup({ max: 1, maxQueue: 10, queuePolicy: 'codel' })
+    const held = enter(engine).outcome
+    const [w1, w2, w3] = [later(engine), later(engine), later(engine)]
+    // [0, 100) let one request in without waiting: healthy. w1 gets the slot at 100.
+    await clock.advanceAsync(100)
+    held.done(false)
+    const first = await w1
+    expect(first.action).toBe('pass')
+    // [100, 200) let in only w1, who had waited 100 ms: overloaded. w2 and w3, waiting
+    // 200 ms (past twice the 5 ms target), are dropped; a newcomer finds the slot free.
+    await clock.advanceAsync(100)
+    first.done(false)
+    expect([(await w2).action, (await w3).action]).toEqual(['refuse', 'refuse'])
+    expect(enter(engine).outcome.action).toBe('pass')
+  })
+
+  it('with an adaptive max: priorities over the live limit', async () => {
+    const clock = new ManualClock()
+    const limiter = adaptiveConcurrency({ clock, probeSamples: 3, random: () => 0.5 })
+    const engine = new BulkheadEngine<FakeRequest, FakeResponse>(
+      { max: limiter, clock, ...byTier },
+      request,
+      response,
+    )
+    const probe = [0, 1, 2].map(() => enter(engine, { tier: 'sheddable' }).outcome)
+    const critical = later(engine, { tier: 'critical' })
+    expect(enter(engine, { tier: 'sheddable' }).outcome.decision).toMatchObject({
+      allowed: false,
+      partition: 'sheddable',
+      limit: 3,
+    })
+    clock.advance(10)
+    probe[0]!.done(false)
+    expect(await critical).toMatchObject({ action: 'pass', decision: { partition: 'critical' } })
+    expect(limiter.inFlight).toBe(3)
+  })
+})
+
+describe('BulkheadEngine with an adaptive max', () => {
+  it('a client that hangs up is no latency sample: the probe measures the others', async () => {
+    const clock = new ManualClock()
+    const limiter = adaptiveConcurrency({ clock, probeSamples: 4, random: () => 0.5 })
+    const engine = new BulkheadEngine<FakeRequest, FakeResponse>(
+      { max: limiter, clock },
+      request,
+      response,
+    )
+    for (let round = 0; round < 2; round++) {
+      const [gone, a, b] = [0, 1, 2].map(() => enter(engine).outcome)
+      clock.advance(1)
+      gone!.done(true)
+      clock.advance(9)
+      a!.done(false)
+      b!.done(false)
+    }
+    expect([limiter.probing, limiter.noLoadRtt]).toEqual([false, 10])
+  })
+})
+
 describe('BulkheadEngine construction', () => {
   it.each<[Record<string, unknown>, Error]>([
     [
@@ -328,6 +537,34 @@ describe('BulkheadEngine construction', () => {
       new RangeError('bulkhead: "retryAfter" must be a positive duration, got 0'),
     ],
     [{ name: '' }, new TypeError('bulkhead: "name" must be a non-empty string, got ""')],
+    [
+      { partitions: { critical: 0.5 } },
+      new TypeError(
+        'bulkhead: "partitions" needs "priority", the function that gives each request\'s priority',
+      ),
+    ],
+    [
+      { priority: 'critical' },
+      new TypeError('bulkhead: "priority" must be a function, got "critical"'),
+    ],
+    [
+      { priority: () => 1, partitions: { critical: 0.6, sheddable: 0.6 } },
+      new RangeError(
+        'bulkhead: "partitions" shares must sum to at most 1, got 1.2 (critical 0.6 + sheddable 0.6)',
+      ),
+    ],
+    [
+      { queuePolicy: 'lifo' },
+      new TypeError(
+        `bulkhead: "queuePolicy" must be one of 'fifo', 'codel', 'adaptive-lifo', got "lifo"`,
+      ),
+    ],
+    [
+      { queueTarget: '5ms' },
+      new TypeError(
+        `bulkhead: "queueTarget" applies to queuePolicy 'codel' or 'adaptive-lifo', not 'fifo'`,
+      ),
+    ],
   ])('refuses %j, naming the option', (options, error) => {
     let thrown: unknown
     try {

@@ -50,6 +50,8 @@ export interface Decision extends RateLimitInfo {
   readonly cost: number
   /** One entry per policy, in the order configured. */
   readonly results: readonly PolicyResult[]
+  /** A bulkhead with priorities: the request's partition (its priority), which refused it if it was refused. */
+  readonly partition?: string
 }
 
 /**

@@ -246,7 +246,8 @@ function serialize(factory: string, body: unknown): Refusal {
 
 /**
  * A refusal as RFC 9457 problem details, with a problem type of the rate-limit draft and,
- * for `quota-exceeded`, its `violated-policies` extension member (the refusing policies).
+ * for `quota-exceeded`, its `violated-policies` extension member (the refusing policies);
+ * for a bulkhead with priorities, a `partition` member (the partition that refused).
  */
 function problemDetails(
   kind: ProblemType,
@@ -260,6 +261,8 @@ function problemDetails(
       .filter((r) => !r.allowed)
       .map((r) => r.policy.name)
   }
+  // A bulkhead with priorities names the partition that refused (an extension member).
+  if (decision.partition !== undefined) problem.partition = decision.partition
   if (typeof message === 'string') problem.detail = message
   return { contentType: PROBLEM, body: JSON.stringify(problem) }
 }

@@ -61,6 +61,12 @@ export interface BulkheadEvent {
   readonly waitedMs?: number
   /** How long the slot was held: on `release`. */
   readonly heldMs?: number
+  /**
+   * A bulkhead with `priority`: the request's partition (named after its priority,
+   * `'critical'`, `'sheddable'`, `'7'`) on every event of the request; on a `reject`, the
+   * partition that refused.
+   */
+  readonly partition?: string
 }
 
 /** Published on `sluice:store` when a shared store starts failing and when it recovers. */
