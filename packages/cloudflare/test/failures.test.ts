@@ -2,8 +2,14 @@ import diagnostics from 'node:diagnostics_channel'
 import { ManualClock } from '@sluice/core'
 import type { StoreEvent } from '@sluice/http'
 import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { memoryStore } from '@sluice/keyed'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type DurableObjectStoreError, durableObjectStore } from '../src/index'
+import {
+  type DurableObjectNamespaceLike,
+  type DurableObjectStoreError,
+  durableObjectStore,
+} from '../src/index'
+import { shardOf } from '../src/store'
 import { inProcessNamespace } from './in-process'
 
 const policy = compilePolicy(
@@ -22,13 +28,14 @@ afterEach(() => {
   events.length = 0
 })
 
-function setup(onError: 'deny' | 'allow' | 'local') {
+function setup(onError: 'deny' | 'allow' | 'local', local?: ReturnType<typeof memoryStore>) {
   const objects = inProcessNamespace(new ManualClock(1_800_000_000_000))
   const failures: DurableObjectStoreError[] = []
   let recoveries = 0
   const store = durableObjectStore({
     namespace: objects.namespace,
     onError,
+    ...(local === undefined ? {} : { local }),
     timeout: 30,
     probeInterval: 20,
     onFailure: (error) => failures.push(error),
@@ -90,6 +97,73 @@ describe('durableObjectStore when the objects fail', () => {
     expect((await store.take('k', [slots], 1)).allowed).toBe(true)
   })
 
+  it('takes only the failing object out of use: keys on the others stay on theirs', async () => {
+    const { objects, store, failures } = setup('deny')
+    const other = ['b', 'c', 'd', 'e'].find((key) => shardOf(key, 32) !== shardOf('a', 32))!
+    objects.fault('fail', `sluice:${shardOf('a', 32)}`)
+    expect((await store.take('a', [policy], 1)).allowed).toBe(false)
+    expect(store.status).toBe('down')
+    const calls = objects.calls
+    const taken = await store.take(other, [policy], 1)
+    expect([taken.allowed, taken.results[0]?.remaining, objects.calls - calls]).toEqual([
+      true,
+      1,
+      1,
+    ])
+    expect(failures.length).toBe(1)
+  })
+
+  it("'local' takes its refunds back, the object answering again or not", async () => {
+    const local = memoryStore()
+    const { objects, store } = setup('local', local)
+    objects.fault('fail')
+    const taken = await store.take('k', [policy], 1)
+    expect(taken.results[0]?.receipt).toBeLessThan(0)
+    objects.fault(undefined)
+    await sleep(25)
+    expect((await store.take('k', [policy], 1)).results[0]?.remaining).toBe(1)
+    expect(store.status).toBe('up')
+    // Given back where it was taken: the local store, not the object's budget.
+    await store.refund(
+      'k',
+      [policy],
+      1,
+      taken.results.map((r) => r.receipt),
+    )
+    expect((await local.get('k', [policy]))[0]?.remaining).toBe(2)
+    expect((await store.get('k', [policy]))[0]?.remaining).toBe(1)
+  })
+
+  it('a take the object runs twice (its answer lost, the call sent again) holds one slot and counts once', async () => {
+    const objects = inProcessNamespace(new ManualClock(1_800_000_000_000))
+    // Runs every take twice on its object and answers the second run, as a call whose
+    // first answer never came back and was sent again would.
+    const twice: DurableObjectNamespaceLike<string> = {
+      idFromName: (name) => objects.namespace.idFromName(name),
+      get(id) {
+        const stub = objects.namespace.get(id)
+        return {
+          async fetch(url, init) {
+            if (!init.body.startsWith('{"op":"take"')) return stub.fetch(url, init)
+            await (await stub.fetch(url, init)).text()
+            return stub.fetch(url, init)
+          },
+        }
+      },
+    }
+    const store = durableObjectStore({ namespace: twice, onError: 'deny' })
+    const taken = await store.take('k', [policy, slots], 1)
+    expect(taken.allowed).toBe(true)
+    expect(taken.results.map((r) => [r.remaining, r.lease?.permits])).toEqual([
+      [1, undefined],
+      [0, 1],
+    ])
+    expect((await store.get('k', [policy]))[0]?.remaining).toBe(1)
+    expect((await store.take('k', [slots], 1)).allowed).toBe(false)
+    await store.release('k', slots, taken.results[1]!.lease!)
+    expect((await store.take('k', [slots], 1)).allowed).toBe(true)
+  })
+
   it('reset and resetAll throw: they have no answer to fall back on', async () => {
     const { objects, store } = setup('local')
     objects.fault('fail')
@@ -119,6 +193,22 @@ describe('durableObjectStore when the objects fail', () => {
     )
     expect(() => durableObjectStore({ namespace, timout: '1s' } as never)).toThrow(
       'durableObjectStore: unknown option "timout" (did you mean "timeout"?)',
+    )
+    // The rules every remote store reads its options by (redisStore's).
+    expect(() => durableObjectStore({ namespace, timeout: '30d' })).toThrow(
+      new RangeError(
+        'durableObjectStore: "timeout" must be at most 2147483647 ms (about 24.8 days), got "30d"',
+      ),
+    )
+    expect(() => durableObjectStore({ namespace, timeout: '2s', leaseTtl: '1s' })).toThrow(
+      new RangeError(
+        'durableObjectStore: "leaseTtl" must be longer than "timeout" (2000 ms), or a slot could expire before its take is answered, got "1s"',
+      ),
+    )
+    expect(() => durableObjectStore({ namespace, local: {} as never })).toThrow(
+      new TypeError(
+        'durableObjectStore: "local" must be a store (take, refund, force, block, release, get, reset, resetAll), got an object',
+      ),
     )
   })
 })
