@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest'
+import { denoKvStore, type KvLike } from '../src/index'
+import { BAD_PREFIXES, LONGEST_PREFIX } from './prefixes'
+
+// Construction reads nothing from the database: a stand-in with the right methods will do.
+const kv = { getMany: async () => [], atomic: () => ({}), list: () => ({}) } as unknown as KvLike
+
+describe('denoKvStore prefix', () => {
+  it.each(BAD_PREFIXES)('refuses %s at construction', (_, prefix, message) => {
+    expect(() => denoKvStore({ kv, prefix: prefix as never })).toThrow(message)
+  })
+
+  it('takes every kind of key part, up to 512 bytes', () => {
+    expect(() =>
+      denoKvStore({ kv, prefix: ['app', 7, 7n, true, new Uint8Array([0, 1])] }),
+    ).not.toThrow()
+    expect(() => denoKvStore({ kv, prefix: LONGEST_PREFIX })).not.toThrow()
+  })
+
+  it('reads leaseTtl by the rules of every remote store', () => {
+    expect(() => denoKvStore({ kv, leaseTtl: '30d' })).toThrow(
+      new RangeError(
+        'denoKvStore: "leaseTtl" must be at most 2147483647 ms (about 24.8 days), got "30d"',
+      ),
+    )
+  })
+})
