@@ -17,6 +17,7 @@ import {
   isPromiseLike,
   type MaybePromise,
   policyName,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import type { Decision } from './decision'
@@ -152,10 +153,12 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     this.#policy = this.#livePolicy(name, max)
     this.#policies = [this.#policy]
     if (this.adaptive === undefined) claimPolicies(this.store, this.#policies, factory)
+    warnIfBareMilliseconds(factory, 'queueTimeout', options.queueTimeout)
     this.#queueMs =
       options.queueTimeout === undefined
         ? Number.POSITIVE_INFINITY
         : readDuration(factory, 'queueTimeout', options.queueTimeout)
+    warnIfBareMilliseconds(factory, 'retryAfter', options.retryAfter)
     this.#retryAfterMs = readPositiveDuration(factory, 'retryAfter', options.retryAfter, '1s')
     this.#headerMode = options.headers
     this.#headers = createHeaderWriter(options.headers, this.#policies, factory)

@@ -9,6 +9,7 @@ import {
 } from '@sluice/core/validation'
 import { memoryStore } from './memory-store'
 import type { Store } from './store'
+import { warnIfBareMilliseconds } from './warnings'
 
 /**
  * What a remote store answers while its backend cannot be reached: `'deny'` fails closed,
@@ -104,7 +105,8 @@ const STORE_METHODS = [
 
 /**
  * Reads the {@link RemoteStoreOptions} of a store's options, all checked at construction:
- * durations positive and within setTimeout's range, `leaseTtl` longer than `timeout`,
+ * durations positive and within setTimeout's range (a bare number under 1000 warns
+ * `ERR_SLUICE_DURATION_IN_MS`: milliseconds, perhaps meant as seconds), `leaseTtl` longer than `timeout`,
  * `onError` one of three, `local` a store and only with `onError: 'local'`, the hooks
  * functions. Unknown names are the store's to refuse (`readOptions` with
  * {@link REMOTE_STORE_OPTIONS} and its own names), before this runs.
@@ -173,6 +175,7 @@ export function readLeaseTtl(factory: string, value: unknown): number {
 }
 
 function readTimer(factory: string, option: string, value: unknown, fallback: Duration): number {
+  warnIfBareMilliseconds(factory, option, value)
   const ms = readPositiveDuration(factory, option, value, fallback)
   if (ms > MAX_TIMER_MS) {
     throw rangeError(factory, option, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days)`, value)

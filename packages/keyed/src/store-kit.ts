@@ -23,7 +23,7 @@ export {
   storeChannel,
 } from './events'
 export { Fallback, type FallbackOptions } from './fallback'
-export { boundedKey, MAX_KEY_LENGTH } from './key'
+export { boundedKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
@@ -42,6 +42,7 @@ export {
   policyName,
   type RateAlgorithm,
 } from './policy'
+export { longestWait, primaryIndex } from './primary'
 export {
   MAX_TIMER_MS,
   type OnError,
@@ -66,4 +67,9 @@ export {
   type Strikes,
 } from './stored-state'
 export { countStrike, type StrikeCount } from './strikes'
-export { createdInsideRequest, emitWarning, forgetWarnings } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  forgetWarnings,
+  warnIfBareMilliseconds,
+} from './warnings'

@@ -1,6 +1,7 @@
 /**
  * The contract every store must pass (`runStoreContract`), so a store written anywhere
- * runs the same suite as sluice's own. It uses vitest's `describe`/`it`/`expect`.
+ * runs the same suite as sluice's own, and `warningsOf` to see the warnings a setup gives.
+ * `runStoreContract` uses vitest's `describe`/`it`/`expect`.
  *
  * @example
  * ```ts
@@ -16,3 +17,4 @@ export {
   type StoreModelClock,
   type StoreModelOptions,
 } from './store-model'
+export { warningsOf } from './warnings'

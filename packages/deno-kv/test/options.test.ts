@@ -1,9 +1,27 @@
+import { warningsOf } from '@sluice/keyed/testing'
 import { describe, expect, it } from 'vitest'
-import { denoKvStore, type KvLike } from '../src/index'
+import { denoKvStore } from '../src/index'
 import { BAD_PREFIXES, LONGEST_PREFIX } from './prefixes'
 
-// Construction reads nothing from the database: a stand-in with the right methods will do.
-const kv = { getMany: async () => [], atomic: () => ({}), list: () => ({}) } as unknown as KvLike
+// Construction reads nothing from the database: a stand-in with its two methods will do.
+const kv = { getMany: async () => [], atomic: () => ({}) } as never
+
+describe('denoKvStore: durations in bare milliseconds', () => {
+  it('warns once about leaseTtl', () => {
+    expect(
+      warningsOf(() => {
+        denoKvStore({ kv, leaseTtl: 60 })
+        denoKvStore({ kv, leaseTtl: 60 })
+        denoKvStore({ kv, leaseTtl: '60s' })
+      }),
+    ).toEqual([
+      [
+        'ERR_SLUICE_DURATION_IN_MS',
+        expect.stringContaining('denoKvStore: "leaseTtl" is 60, which is 60 milliseconds'),
+      ],
+    ])
+  })
+})
 
 describe('denoKvStore prefix', () => {
   it.each(BAD_PREFIXES)('refuses %s at construction', (_, prefix, message) => {
