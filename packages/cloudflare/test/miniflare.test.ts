@@ -28,34 +28,24 @@ afterEach(() => {
   expect(failures).toEqual([])
 })
 
-runStoreContract(
-  'durableObjectStore (objects in workerd)',
-  () =>
-    durableObjectStore({
-      namespace: objects.manual as unknown as DurableObjectNamespaceLike,
-      shards: 4,
-      prefix: `contract-${Date.now()}`,
-      timeout: '5s',
-      onError: 'deny',
-      onFailure: (error) => failures.push(error),
-    }),
-  { advance: (ms) => objects.advance(ms) },
-)
+/** A store on the ManualClock objects whose every answer must come from an object. */
+function onObjects(prefix: string) {
+  return durableObjectStore({
+    namespace: objects.manual as unknown as DurableObjectNamespaceLike,
+    shards: 4,
+    prefix: `${prefix}-${Date.now()}`,
+    timeout: '5s',
+    onError: 'deny',
+    onFailure: (error) => failures.push(error),
+  })
+}
 
-runStoreModel(
-  'durableObjectStore (objects in workerd)',
-  () =>
-    durableObjectStore({
-      namespace: objects.manual as unknown as DurableObjectNamespaceLike,
-      shards: 4,
-      prefix: `model-${Date.now()}`,
-      timeout: '5s',
-      onError: 'deny',
-      onFailure: (error) => failures.push(error),
-    }),
-  {
-    clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
-    leaseTtlMs: 60_000,
-    runs: 15,
-  },
-)
+runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('contract'), {
+  advance: (ms) => objects.advance(ms),
+})
+
+runStoreModel('durableObjectStore (objects in workerd)', () => onObjects('model'), {
+  clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
+  leaseTtlMs: 60_000,
+  runs: 15,
+})

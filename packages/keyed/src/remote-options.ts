@@ -5,9 +5,9 @@ import {
   readFunction,
   readOneOf,
   readPositiveDuration,
-  typeError,
 } from '@sluice/core/validation'
 import { memoryStore } from './memory-store'
+import { readStore } from './read-store'
 import type { Store } from './store'
 import { warnIfBareMilliseconds } from './warnings'
 
@@ -91,18 +91,6 @@ export const MAX_TIMER_MS = 2 ** 31 - 1
 
 const ON_ERROR: readonly OnError[] = ['deny', 'allow', 'local']
 
-/** What `local` must have: every method of the Store protocol. */
-const STORE_METHODS = [
-  'take',
-  'refund',
-  'force',
-  'block',
-  'release',
-  'get',
-  'reset',
-  'resetAll',
-] as const
-
 /**
  * Reads the {@link RemoteStoreOptions} of a store's options, all checked at construction:
  * durations positive and within setTimeout's range (a bare number under 1000 warns
@@ -139,14 +127,6 @@ export function readRemoteStoreOptions<E extends Error>(
       `${factory}: "local" is only used with onError 'local', got onError ${describe(onError)}`,
     )
   }
-  if (options.local !== undefined && !isStore(options.local)) {
-    throw typeError(
-      factory,
-      'local',
-      `must be a store (${STORE_METHODS.join(', ')})`,
-      options.local,
-    )
-  }
   return {
     timeoutMs,
     onError,
@@ -154,7 +134,12 @@ export function readRemoteStoreOptions<E extends Error>(
     onRecovery: readFunction(factory, 'onRecovery', options.onRecovery),
     leaseTtlMs,
     probeMs: readTimer(factory, 'probeInterval', options.probeInterval, '1s'),
-    local: onError === 'local' ? (options.local ?? memoryStore()) : undefined,
+    local:
+      onError !== 'local'
+        ? undefined
+        : options.local === undefined
+          ? memoryStore()
+          : readStore(factory, 'local', options.local),
   }
 }
 
@@ -181,10 +166,4 @@ function readTimer(factory: string, option: string, value: unknown, fallback: Du
     throw rangeError(factory, option, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days)`, value)
   }
   return ms
-}
-
-function isStore(value: unknown): value is Store {
-  if (typeof value !== 'object' || value === null) return false
-  const store = value as Record<string, unknown>
-  return STORE_METHODS.every((method) => typeof store[method] === 'function')
 }
