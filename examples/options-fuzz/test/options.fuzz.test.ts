@@ -1,3 +1,4 @@
+import { durableObjectStore } from '@sluice/cloudflare'
 import {
   adaptiveConcurrency,
   bulkheaded,
@@ -10,6 +11,7 @@ import {
   tokenBucket,
   warmUpTokenBucket,
 } from '@sluice/core'
+import { denoKvStore } from '@sluice/deno-kv'
 import * as express from '@sluice/express'
 import * as fastify from '@sluice/fastify'
 import * as hono from '@sluice/hono'
@@ -189,6 +191,37 @@ const core: Subject[] = [
       leaseTtl: 'positiveDuration',
       probeInterval: 'positiveDuration',
     },
+  },
+  {
+    name: 'durableObjectStore',
+    // Nothing is asked of the binding until the first call.
+    build: (o) => durableObjectStore(o as never),
+    base: { namespace: { idFromName: () => ({}), get: () => ({ fetch }) } },
+    known: [
+      'namespace',
+      'shards',
+      'prefix',
+      'timeout',
+      'onError',
+      'onFailure',
+      'onRecovery',
+      'leaseTtl',
+      'probeInterval',
+      'local',
+    ],
+    ranged: {
+      shards: 'positive',
+      timeout: 'positiveDuration',
+      leaseTtl: 'positiveDuration',
+      probeInterval: 'positiveDuration',
+    },
+  },
+  {
+    name: 'denoKvStore',
+    build: (o) => denoKvStore(o as never),
+    base: { kv: { getMany: async () => [], atomic: () => ({}) } },
+    known: ['kv', 'prefix', 'leaseTtl', 'attempts', 'clock'],
+    ranged: { leaseTtl: 'positiveDuration', attempts: 'positive' },
   },
   {
     name: 'keys.ip',

@@ -54,7 +54,10 @@ export interface DurableObjectStoreOptions extends RemoteStoreOptions<DurableObj
 
 /** A store on Durable Objects: every method answers with a promise. */
 export interface DurableObjectStore extends AsyncStore {
-  /** `'up'` while decisions go to the objects; `'down'` from a failure until one answers again. */
+  /**
+   * `'up'` while every decision goes to its object; `'down'` while any object is out of
+   * use: from a failed call on it until a call on it answers again.
+   */
   readonly status: 'up' | 'down'
 }
 
