@@ -60,6 +60,16 @@ const BAD: Record<Rule, readonly unknown[]> = {
 
 const limitOptions = ['limit', 'window', 'name', 'clock']
 
+/** The options every store whose state lives elsewhere takes (redisStore, durableObjectStore). */
+const remoteStore = {
+  known: ['timeout', 'onError', 'onFailure', 'onRecovery', 'leaseTtl', 'probeInterval', 'local'],
+  ranged: {
+    timeout: 'positiveDuration',
+    leaseTtl: 'positiveDuration',
+    probeInterval: 'positiveDuration',
+  },
+} as const satisfies { known: readonly string[]; ranged: Readonly<Record<string, Rule>> }
+
 const core: Subject[] = [
   {
     name: 'tokenBucket',
@@ -175,46 +185,16 @@ const core: Subject[] = [
     // A sendCommand function is a client too: nothing connects, nothing is sent.
     build: (o) => redisStore(o as never),
     base: { client: async () => 'OK' },
-    known: [
-      'client',
-      'prefix',
-      'timeout',
-      'onError',
-      'onFailure',
-      'onRecovery',
-      'leaseTtl',
-      'probeInterval',
-      'local',
-    ],
-    ranged: {
-      timeout: 'positiveDuration',
-      leaseTtl: 'positiveDuration',
-      probeInterval: 'positiveDuration',
-    },
+    known: ['client', 'prefix', ...remoteStore.known],
+    ranged: remoteStore.ranged,
   },
   {
     name: 'durableObjectStore',
     // Nothing is asked of the binding until the first call.
     build: (o) => durableObjectStore(o as never),
     base: { namespace: { idFromName: () => ({}), get: () => ({ fetch }) } },
-    known: [
-      'namespace',
-      'shards',
-      'prefix',
-      'timeout',
-      'onError',
-      'onFailure',
-      'onRecovery',
-      'leaseTtl',
-      'probeInterval',
-      'local',
-    ],
-    ranged: {
-      shards: 'positive',
-      timeout: 'positiveDuration',
-      leaseTtl: 'positiveDuration',
-      probeInterval: 'positiveDuration',
-    },
+    known: ['namespace', 'shards', 'prefix', ...remoteStore.known],
+    ranged: { shards: 'positive', ...remoteStore.ranged },
   },
   {
     name: 'denoKvStore',
