@@ -21,6 +21,7 @@ import {
   type PolicyOptions,
 } from './policy'
 import { longestWait, primaryIndex } from './primary'
+import { readStore } from './read-store'
 import type { Cost, Lease, Policy, PolicyResult, Store, TakeResult } from './store'
 import { createdInsideRequest, emitWarning } from './warnings'
 
@@ -228,7 +229,7 @@ class Keyed implements KeyedLimiter<Store> {
       this.#slots = false
     }
     const clock = readClock(FACTORY, 'clock', given.clock)
-    this.store = store === undefined ? memoryStore({ clock }) : readStore(store)
+    this.store = store === undefined ? memoryStore({ clock }) : readStore(FACTORY, 'store', store)
     this.#ttlMs = readDuration(FACTORY, 'reservationTtl', given.reservationTtl, '10m')
     this.name = this.policies[0]!.name
     this.#names = new Map(this.policies.map((policy, i) => [policy.name, i]))
@@ -403,25 +404,6 @@ class Keyed implements KeyedLimiter<Store> {
       return taken.allowed && lease !== undefined ? new Held(this, stored, lease) : undefined
     })
   }
-}
-
-/** A store given as an option: an object with the Store methods. */
-function readStore(store: unknown): Store {
-  const s = store as Partial<Record<keyof Store, unknown>> | null
-  const methods = [
-    'take',
-    'refund',
-    'force',
-    'block',
-    'release',
-    'get',
-    'reset',
-    'resetAll',
-  ] as const
-  if (typeof s !== 'object' || s === null || methods.some((m) => typeof s[m] !== 'function')) {
-    throw typeError(FACTORY, 'store', `must implement ${methods.join(', ')}`, store)
-  }
-  return s as Store
 }
 
 function at(cost: Cost, index: number): number {
