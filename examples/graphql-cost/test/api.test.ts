@@ -36,18 +36,27 @@ describe.each(storeKinds())('the GraphQL API on the $name store', (kind) => {
     restoreRate: 50,
   })
 
+  /** An admitted answer: no errors, and the costs it reports. */
+  function expectCharged(
+    result: GraphQLResponse,
+    requested: number,
+    actual: number,
+    left: unknown,
+  ) {
+    expect(result.errors).toBeUndefined()
+    expect(result.extensions?.cost).toEqual({
+      requestedQueryCost: requested,
+      actualQueryCost: actual,
+      throttleStatus: status(left),
+    })
+  }
+
   it('reserves the requested cost, settles the actual one, and throttles what the budget cannot pay', async () => {
     const { api, query, timed } = await start()
 
     // 100 products × (1 + 5 reviews) = 600 requested; the catalog has 2 reviews a product,
     // so 100 × 3 = 300 came back: the other 300 are given back.
-    const first = await query('shop-1', catalog(100, 5))
-    expect(first.errors).toBeUndefined()
-    expect(first.extensions?.cost).toEqual({
-      requestedQueryCost: 600,
-      actualQueryCost: 300,
-      throttleStatus: status(timed(700)),
-    })
+    expectCharged(await query('shop-1', catalog(100, 5)), 600, 300, timed(700))
 
     // 100 × (1 + 9) = 1000 with 700 left: 300 short, restored at 50 a second.
     const throttled = await query('shop-1', catalog(100, 9))
@@ -66,13 +75,7 @@ describe.each(storeKinds())('the GraphQL API on the $name store', (kind) => {
     ])
 
     // Another client has a budget of its own.
-    const other = await query('shop-2', catalog(100, 9))
-    expect(other.errors).toBeUndefined()
-    expect(other.extensions?.cost).toEqual({
-      requestedQueryCost: 1000,
-      actualQueryCost: 300,
-      throttleStatus: status(timed(700)),
-    })
+    expectCharged(await query('shop-2', catalog(100, 9)), 1000, 300, timed(700))
 
     // More than the whole budget is never admitted, and costs nothing.
     const tooBig = await query('shop-1', catalog(100, 10))
@@ -95,13 +98,7 @@ describe.each(storeKinds())('the GraphQL API on the $name store', (kind) => {
     clock!.advance(5999)
     expect((await query('shop-1', catalog(100, 9))).errors?.[0]?.extensions.retryAfterMs).toBe(1)
     clock!.advance(1)
-    const admitted = await query('shop-1', catalog(100, 9))
-    expect(admitted.errors).toBeUndefined()
-    expect(admitted.extensions?.cost).toEqual({
-      requestedQueryCost: 1000,
-      actualQueryCost: 300,
-      throttleStatus: status(700),
-    })
+    expectCharged(await query('shop-1', catalog(100, 9)), 1000, 300, 700)
   })
 
   it('counts variables and fragments', async () => {
@@ -112,12 +109,7 @@ describe.each(storeKinds())('the GraphQL API on the $name store', (kind) => {
        fragment card on Product { title reviews(first: 2) { stars } }`,
       { n: 10 },
     )
-    expect(result.errors).toBeUndefined()
-    expect(result.extensions?.cost).toEqual({
-      requestedQueryCost: 30,
-      actualQueryCost: 30,
-      throttleStatus: status(timed(970)),
-    })
+    expectCharged(result, 30, 30, timed(970))
   })
 })
 
