@@ -50,6 +50,7 @@ export interface CostBudget {
   restoreRate?: number
 }
 
+/** Options of {@link startApi}; every one has a default. */
 export interface ApiOptions {
   /** Where the budgets live. Default: a `memoryStore()`; share a `redisStore()` across servers. */
   store?: Store
@@ -142,6 +143,7 @@ export function useQueryCost(
   }
 }
 
+/** A running GraphQL server. */
 export interface Api {
   /** `http://127.0.0.1:<port>/graphql` */
   readonly url: string

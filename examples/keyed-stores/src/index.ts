@@ -98,6 +98,12 @@ function openRedis(port: number): OpenStore {
 /**
  * `store` behind promises: every call answers a turn of the event loop later, as a store
  * across a network does.
+ *
+ * @example
+ * ```ts
+ * const limiter = keyedLimiter({ limit: 1, store: answeringWithPromises(memoryStore()) })
+ * await limiter.consume('a') // a promise, as on Redis
+ * ```
  */
 export function answeringWithPromises(store: Store): Store {
   return {

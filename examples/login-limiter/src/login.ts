@@ -7,6 +7,7 @@ const maxConsecutiveFailsByUsernameAndIP = 10
 const blockByIPMs = 24 * 60 * 60 * 1000
 const blockByUsernameAndIPMs = 60 * 60 * 1000
 
+/** Options of {@link loginRoute}. */
 export interface LoginRouteOptions {
   /** Where the failures are counted. Default: a `memoryStore()`; a `redisStore()` across processes. */
   store?: Store

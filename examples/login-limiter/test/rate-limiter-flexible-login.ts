@@ -11,6 +11,7 @@ import { authorise } from '../src/users'
 const maxWrongAttemptsByIPperDay = 100
 const maxConsecutiveFailsByUsernameAndIP = 10
 
+/** The wiki's `loginRoute`, with limiters of its own. */
 export function rateLimiterFlexibleLoginRoute() {
   const limiterSlowBruteByIP = new RateLimiterMemory({
     keyPrefix: 'login_fail_ip_per_day',

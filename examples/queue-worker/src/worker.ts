@@ -32,6 +32,7 @@ export type JobEvent =
   | { job: string; outcome: 'too-big'; limit: string }
   | { job: string; outcome: 'failed'; error: string }
 
+/** Options of {@link createWorker}: `run` is required, the limits have defaults. */
 export interface WorkerOptions {
   /** The work: calls the model and reports what it used. */
   run: (job: Job) => Promise<Usage>
@@ -47,6 +48,7 @@ export interface WorkerOptions {
   tokensPerDay?: number
 }
 
+/** A worker made by {@link createWorker}. */
 export interface Worker {
   /** Queues `job`. */
   add(job: Job): void

@@ -28,6 +28,7 @@ export type ServerFrame =
   /** A frame that is not a `ClientFrame`; dropped. */
   | { type: 'error'; id: null; code: 'bad_frame' }
 
+/** Options of {@link startChatServer}; every one has a default. */
 export interface ChatServerOptions {
   /** Default 0: a free port. */
   port?: number
@@ -45,6 +46,7 @@ export interface ChatServerOptions {
   perUser?: PolicyOptions
 }
 
+/** A running chat server. */
 export interface ChatServer {
   /** `ws://127.0.0.1:<port>`; connect with `?user=<name>`. */
   readonly url: string
