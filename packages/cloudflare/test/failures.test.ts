@@ -1,7 +1,7 @@
 import diagnostics from 'node:diagnostics_channel'
 import { ManualClock } from '@sluice/core'
 import type { StoreEvent } from '@sluice/http'
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type DurableObjectStoreError, durableObjectStore } from '../src/index'
 import { inProcessNamespace } from './in-process'

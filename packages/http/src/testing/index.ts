@@ -13,5 +13,6 @@
  * @module
  */
 
+export { forgetWarnings } from '@sluice/keyed/store'
 export { runStoreContract, type StoreContractOptions } from '@sluice/keyed/testing'
 export * from './scenarios'
