@@ -190,6 +190,29 @@ describe('BulkheadEngine', () => {
     }
   })
 
+  it('holdTimeout: expires slots on the next admission when the runtime dropped the timer', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'performance'] })
+    try {
+      const engine = new BulkheadEngine({
+        options: { max: 2, holdTimeout: '10s', store: memoryStore() },
+        request,
+        response,
+      })
+      const destroyed: string[] = []
+      enter(engine).outcome.follow({ destroy: () => void destroyed.push('first') })
+      // workerd drops the timers of a request once it is over.
+      vi.clearAllTimers()
+      vi.advanceTimersByTime(10_000)
+      expect(destroyed).toEqual([])
+      enter(engine)
+      expect(destroyed).toEqual(['first'])
+      expect(engine.store.get('global', engine.policies)).toMatchObject([{ remaining: 1 }])
+      expect(vi.getTimerCount()).toBe(1)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it('holdTimeout: false holds a slot for as long as the request needs it', () => {
     const { clock, store, engine } = setup({ max: 1, holdTimeout: false })
     enter(engine)

@@ -27,6 +27,8 @@ export class HoldTimer {
   #head: Held | undefined
   #tail: Held | undefined
   #armed = false
+  /** The deadline the timer was armed for. */
+  #armedFor = 0
   #sleep: AbortController | undefined
 
   constructor(clock: Clock, ms: number) {
@@ -34,15 +36,22 @@ export class HoldTimer {
     this.ms = ms
   }
 
-  /** Starts watching a slot taken now. */
+  /**
+   * Starts watching a slot taken now. Slots already past their deadline expire first: a
+   * runtime that drops a timer with the request that set it (workerd) still expires them.
+   */
   add(held: Held): void {
-    held.deadline = this.#clock.now() + this.ms
+    const now = this.#clock.now()
+    this.#expire(now)
+    held.deadline = now + this.ms
     held.previous = this.#tail
     held.next = undefined
     if (this.#tail === undefined) this.#head = held
     else this.#tail.next = held
     this.#tail = held
-    if (!this.#armed) this.#arm(held.deadline)
+    // A system timer past its deadline that never ran was dropped (an extra one is harmless).
+    const dropped = this.#clock === systemClock && this.#armedFor <= now
+    if (!this.#armed || dropped) this.#arm(this.#head!.deadline)
   }
 
   /** Stops watching a slot (released, or expired). */
@@ -67,6 +76,7 @@ export class HoldTimer {
 
   #arm(deadline: number): void {
     this.#armed = true
+    this.#armedFor = deadline
     const ms = Math.max(0, deadline - this.#clock.now())
     if (this.#clock === systemClock) {
       setTimeout(this.#tick, Math.ceil(ms)).unref?.()
@@ -80,11 +90,14 @@ export class HoldTimer {
   #tick = (): void => {
     this.#armed = false
     this.#sleep = undefined
-    const now = this.#clock.now()
+    this.#expire(this.#clock.now())
+    if (this.#head !== undefined && !this.#armed) this.#arm(this.#head.deadline)
+  }
+
+  #expire(now: number): void {
     for (let held = this.#head; held !== undefined && held.deadline <= now; held = this.#head) {
       this.remove(held)
       held.expire()
     }
-    if (this.#head !== undefined && !this.#armed) this.#arm(this.#head.deadline)
   }
 }
