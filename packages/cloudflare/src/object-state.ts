@@ -65,6 +65,20 @@ export class ObjectState {
         this.#save(key, policies, state)
         return null
       }
+      case 'force': {
+        const { key, policies, cost } = operation
+        const state = await this.#state(key, policies)
+        const results = state.force(cost)
+        this.#save(key, policies, state)
+        return { allowed: true, results: results.map(toWire) }
+      }
+      case 'block': {
+        const { key, policies, ms } = operation
+        const state = await this.#state(key, policies)
+        state.block(ms)
+        this.#save(key, policies, state)
+        return null
+      }
       case 'release': {
         const name = recordName(operation.key, operation.policy)
         const [record] = (await this.#load([name])) as [SlotsRecord | undefined]
@@ -75,7 +89,11 @@ export class ObjectState {
         return null
       }
       case 'get': {
-        const results = (await this.#state(operation.key, operation.policies)).get()
+        const { key, policies } = operation
+        const state = await this.#state(key, policies)
+        const results = state.get()
+        // A warm-up key's age starts at first sight, a read included: its record is kept.
+        this.#save(key, policies, state)
         return { allowed: results.every((r) => r.allowed), results: results.map(toWire) }
       }
       case 'reset':

@@ -1,4 +1,4 @@
-import type { StoredPolicy } from '@sluice/keyed/store'
+import type { Cost, StoredPolicy } from '@sluice/keyed/store'
 
 /** A policy as it travels to the object: what decides, not how it is shown. */
 export type WirePolicy = StoredPolicy
@@ -9,7 +9,7 @@ export type Operation =
       readonly op: 'take'
       readonly key: string
       readonly policies: readonly WirePolicy[]
-      readonly cost: number
+      readonly cost: Cost
       /** How long a concurrency slot taken now is held at most. */
       readonly leaseTtlMs: number
     }
@@ -17,8 +17,20 @@ export type Operation =
       readonly op: 'refund'
       readonly key: string
       readonly policies: readonly WirePolicy[]
-      readonly cost: number
+      readonly cost: Cost
       readonly receipts?: readonly (number | null)[] | undefined
+    }
+  | {
+      readonly op: 'force'
+      readonly key: string
+      readonly policies: readonly WirePolicy[]
+      readonly cost: Cost
+    }
+  | {
+      readonly op: 'block'
+      readonly key: string
+      readonly policies: readonly WirePolicy[]
+      readonly ms: number
     }
   | {
       readonly op: 'release'

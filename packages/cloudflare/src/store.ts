@@ -16,7 +16,15 @@ import {
   type Store,
   type TakeResult,
 } from '@sluice/keyed'
-import { emitWarning, storeChannel } from '@sluice/keyed/store'
+import {
+  type Cost,
+  checkBlock,
+  checkCost,
+  costAt,
+  emitWarning,
+  storeChannel,
+  warnIfBareMilliseconds,
+} from '@sluice/keyed/store'
 import type { Operation, WireResult, WireTake } from './protocol'
 
 /** The part of a Durable Object stub the store uses: `fetch(url, init)`. */
@@ -165,6 +173,9 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   if (typeof prefix !== 'string' || prefix === '') {
     throw new TypeError(`${FACTORY}: "prefix" must be a non-empty string, got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'timeout', options.timeout)
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
+  warnIfBareMilliseconds(FACTORY, 'probeInterval', options.probeInterval)
   const timeoutMs = readPositiveDuration(FACTORY, 'timeout', options.timeout, '1s')
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const probeMs = readPositiveDuration(FACTORY, 'probeInterval', options.probeInterval, '1s')
@@ -296,11 +307,14 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   async function fallbackTake(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
   ): Promise<TakeResult> {
     if (local === undefined) {
       const allowed = onError === 'allow'
-      return { allowed, results: policies.map((policy) => substitute(policy, allowed, cost)) }
+      return {
+        allowed,
+        results: policies.map((policy, i) => substitute(policy, allowed, costAt(cost, i))),
+      }
     }
     const taken = await local.take(key, policies, cost)
     return {
@@ -331,9 +345,9 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
     },
 
     async take(key, policies, cost) {
-      checkCost(cost)
+      checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }
-      const body = `{"op":"take","key":${JSON.stringify(key)},"cost":${cost},"leaseTtlMs":${leaseTtlMs},"policies":${policiesJson(policies)}}`
+      const body = `{"op":"take","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"leaseTtlMs":${leaseTtlMs},"policies":${policiesJson(policies)}}`
       const answer = await decide(shardOf(key, shards), body, () =>
         fallbackTake(key, policies, cost),
       )
@@ -342,9 +356,9 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
     },
 
     async refund(key, policies, cost, receipts) {
-      checkCost(cost)
+      checkCost(`${FACTORY}.refund`, cost, policies.length)
       if (policies.length === 0) return
-      const body = `{"op":"refund","key":${JSON.stringify(key)},"cost":${cost},"receipts":${JSON.stringify(receipts?.map((r) => r ?? null) ?? null)},"policies":${policiesJson(policies)}}`
+      const body = `{"op":"refund","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"receipts":${JSON.stringify(receipts?.map((r) => r ?? null) ?? null)},"policies":${policiesJson(policies)}}`
       if (!usable()) {
         // The permits were most likely taken where this store answers while down.
         await local?.refund(key, policies, cost, receipts)
@@ -355,6 +369,35 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
         recover()
       } catch (error) {
         fail(error as DurableObjectStoreError)
+      }
+    },
+
+    async force(key, policies, cost) {
+      checkCost(`${FACTORY}.force`, cost, policies.length)
+      if (policies.length === 0) return []
+      const body = `{"op":"force","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"policies":${policiesJson(policies)}}`
+      const answer = await decide(shardOf(key, shards), body, () =>
+        local !== undefined
+          ? local.force(key, policies, cost)
+          : policies.map((policy) => substitute(policy, onError === 'allow', 1)),
+      )
+      if ('fallback' in answer) return answer.fallback
+      return decode(answer.reply, policies).results
+    },
+
+    async block(key, policies, ms) {
+      checkBlock(`${FACTORY}.block`, ms)
+      if (policies.length === 0) return
+      await local?.block(key, policies, ms)
+      try {
+        await call(
+          shardOf(key, shards),
+          `{"op":"block","key":${JSON.stringify(key)},"ms":${ms},"policies":${policiesJson(policies)}}`,
+        )
+        recover()
+      } catch (error) {
+        fail(error as DurableObjectStoreError)
+        throw error
       }
     },
 
@@ -470,12 +513,6 @@ function toStoreError(error: unknown): DurableObjectStoreError {
     `${FACTORY}: the Durable Object failed: ${message}`,
     { cause: error },
   )
-}
-
-function checkCost(cost: number): void {
-  if (!Number.isSafeInteger(cost) || cost < 1) {
-    throw new RangeError(`${FACTORY}: "cost" must be a positive integer, got ${describe(cost)}`)
-  }
 }
 
 function warnFailure(onError: OnError): (error: DurableObjectStoreError) => void {

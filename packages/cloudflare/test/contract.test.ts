@@ -1,5 +1,6 @@
 import { ManualClock } from '@sluice/core'
 import { runStoreContract } from '@sluice/http/testing'
+import { runStoreModel } from '@sluice/keyed/testing'
 import { afterEach, expect } from 'vitest'
 import { type DurableObjectStoreError, durableObjectStore } from '../src/index'
 import { inProcessNamespace } from './in-process'
@@ -25,4 +26,16 @@ runStoreContract(
       onFailure: (error) => failures.push(error),
     }),
   { advance: (ms) => clock.advance(ms) },
+)
+
+runStoreModel(
+  'durableObjectStore (objects in process, ManualClock)',
+  () =>
+    durableObjectStore({
+      namespace: inProcessNamespace(clock).namespace,
+      shards: 4,
+      onError: 'deny',
+      onFailure: (error) => failures.push(error),
+    }),
+  { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, leaseTtlMs: 60_000 },
 )

@@ -1,4 +1,11 @@
-import type { Clock, ConcurrencyLimiter, NormalizedSpec, RateLimiter } from './types'
+import type { RateKernel } from './kernel'
+import type {
+  Clock,
+  ConcurrencyLimiter,
+  NormalizedRateSpec,
+  NormalizedSpec,
+  RateLimiter,
+} from './types'
 import { readClock, readName, readOptions } from './validation'
 
 /**
@@ -20,6 +27,11 @@ export interface AlgorithmDefinition<S extends NormalizedSpec = NormalizedSpec> 
    * Unknown names are the caller's to check: it knows which others are legal there.
    */
   normalize(options: Readonly<Record<string, unknown>>, label: string, prefix?: string): S
+  /**
+   * The kernel of a time-based algorithm: its decisions on per-key rows, which its
+   * limiter, every store and every lease run (the Redis scripts are ports of it).
+   */
+  readonly kernel?: (spec: S & NormalizedRateSpec) => RateKernel
   /** Builds the limiter from a normalized spec. */
   create(spec: S, name: string, clock: Clock): RateLimiter | ConcurrencyLimiter
 }

@@ -1,10 +1,11 @@
 import type { AlgorithmDefinition } from './algorithm'
 import { concurrencyAlgorithm } from './concurrency/concurrency'
 import { fixedWindowAlgorithm } from './fixed-window/fixed-window'
+import type { RateKernel } from './kernel'
 import { leakyBucketAlgorithm } from './leaky-bucket/leaky-bucket'
 import { slidingWindowAlgorithm } from './sliding-window/sliding-window'
 import { tokenBucketAlgorithm } from './token-bucket/token-bucket'
-import type { Algorithm, LimiterSpec, NormalizedSpec } from './types'
+import type { Algorithm, LimiterSpec, NormalizedRateSpec, NormalizedSpec } from './types'
 import { describe, readOptions, typeError } from './validation'
 import { warmUpAlgorithm } from './warm-up/warm-up-token-bucket'
 
@@ -83,4 +84,20 @@ export function normalizeSpec(spec: LimiterSpec, label?: string, prefix = ''): N
   const known = [...definition.options, 'algorithm', 'name', 'clock']
   const own = readOptions(factory, spec, known)
   return definition.normalize(own as Readonly<Record<string, unknown>>, factory, prefix)
+}
+
+/**
+ * The kernel of a normalized time-based spec: its algorithm's decisions on rows of
+ * per-key state, as every store and limiter runs them.
+ *
+ * @example
+ * ```ts
+ * const kernel = rateKernel(normalizeSpec({ algorithm: 'fixed-window', limit: 100, window: '1m' }))
+ * kernel.resize(1024)
+ * ```
+ */
+export function rateKernel(spec: NormalizedRateSpec): RateKernel {
+  const make = (REGISTRY[spec.algorithm] as AlgorithmDefinition).kernel
+  if (make === undefined) throw new TypeError(`rateKernel: "${spec.algorithm}" has no time axis`)
+  return make(spec as never)
 }

@@ -61,37 +61,6 @@ export interface RateLimiter extends Limiter {
   acquire(permits?: number, options?: WaitOptions): Promise<void>
 }
 
-/**
- * A rate limiter whose state, outside of `acquire` waits, can be written out as a few
- * numbers and read back into a twin (the same spec, on a clock with the same zero): for a
- * store that keeps limiters in storage rather than in one process's memory, such as a
- * Durable Object. All five time-based limiters are; use `isPortable` to tell. The numbers
- * may be infinite (a fresh state), so store them where `-Infinity` survives (structured
- * clone), not as JSON.
- */
-export interface PortableRateLimiter extends RateLimiter {
-  /** The current state. */
-  exportState(): number[]
-  /** Replaces the state with one `exportState` returned (from this limiter or a twin). */
-  importState(state: readonly number[]): void
-}
-
-/**
- * A rate limiter whose whole state, outside of `acquire` waits, is one number. A store
- * that keeps many keys holds one such number per key and one limiter per policy: it
- * loads a key's number, decides, and saves the number back, so a key costs a few dozen
- * bytes instead of a limiter object. Token bucket, leaky bucket and fixed window are
- * compact; use `isCompact` to tell.
- */
-export interface CompactRateLimiter extends RateLimiter {
-  /** The state of a limiter nothing has been taken from. */
-  readonly freshState: number
-  /** The current state as one number. */
-  saveState(): number
-  /** Replaces the state with one `saveState` returned (from this limiter or a twin). */
-  loadState(state: number): void
-}
-
 /** A held slot of a concurrency limiter. `using p = limiter.tryEnter()` frees it on scope exit. */
 export interface Permit extends Disposable {
   /** How many permits this holds. */

@@ -101,7 +101,7 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     'window typo',
     () => leakyBucket({ limit: 1, window: '1 sec' as never }),
     RangeError,
-    `leakyBucket: "window" ${DURATION_RULE}, got "1 sec"`,
+    `leakyBucket: "window" ${DURATION_RULE}, got "1 sec" (did you mean '1s'?)`,
   ],
   [
     'slots 0',
@@ -199,7 +199,26 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     'capacity × window past 2^53',
     () => tokenBucket({ limit: 1, capacity: 2 ** 30, window: '1d' }),
     RangeError,
-    `tokenBucket: "window" in milliseconds times the limit or capacity (${2 ** 30}) must be at most 2^53 so counting stays exact, got "1d"`,
+    `tokenBucket: "window" divided by the limit and times the capacity (${2 ** 30}) must be at most 2^53 microseconds, got "1d"`,
+  ],
+  // Issue 24: once now / slot passed 2^53 the generation loop never ended.
+  [
+    'a window shorter than a microsecond',
+    () => slidingWindow({ limit: 5, window: 1e-15 }),
+    RangeError,
+    'slidingWindow: "window" must be at least one microsecond (0.001 ms), got 1e-15',
+  ],
+  [
+    'a slot shorter than a microsecond',
+    () => slidingWindow({ limit: 5, window: '5ms', slots: 10_000 }),
+    RangeError,
+    'slidingWindow: "window" must be at least one microsecond per slot (10000 slots: 10 ms), got "5ms"',
+  ],
+  [
+    'a window of a fraction of a microsecond',
+    () => fixedWindow({ limit: 5, window: 0.0015 }),
+    RangeError,
+    'fixedWindow: "window" must be a whole number of microseconds, got 0.0015',
   ],
   [
     'limit past 2^53',

@@ -212,6 +212,45 @@ export function readPositiveDuration(
   return ms
 }
 
+/** Longest window a limiter counts in: 2^53 microseconds (about 285 years). */
+export const MAX_WINDOW_MS = Number.MAX_SAFE_INTEGER / 1000
+
+/**
+ * A limiter's `window` (or another length its kernel counts in, such as `warmUp`):
+ * a positive duration of whole microseconds, the unit the kernels decide in, from one
+ * microsecond to {@link MAX_WINDOW_MS}. A window below a microsecond would be shorter
+ * than any clock's resolution; one that is not a whole number of microseconds would
+ * count in fractions no store can keep exactly.
+ *
+ * @example
+ * ```ts
+ * readWindow('slidingWindow', 'window', '1m', '1s') // 60000
+ * ```
+ */
+export function readWindow(
+  factory: string,
+  option: string,
+  value: unknown,
+  fallback?: Duration,
+  allowZero = false,
+): number {
+  const ms = allowZero
+    ? readDuration(factory, option, value, fallback)
+    : readPositiveDuration(factory, option, value, fallback)
+  const shown = value === undefined ? fallback : value
+  const us = ms * 1000
+  if (ms !== 0 && us < 1) {
+    throw rangeError(factory, option, 'must be at least one microsecond (0.001 ms)', shown)
+  }
+  if (Math.abs(us - Math.round(us)) > 1e-9 * Math.max(1, us)) {
+    throw rangeError(factory, option, 'must be a whole number of microseconds', shown)
+  }
+  if (ms > MAX_WINDOW_MS) {
+    throw rangeError(factory, option, 'must be at most 2^53 microseconds (about 285 years)', shown)
+  }
+  return Math.round(us) / 1000
+}
+
 /** Longest name a limiter or policy may carry: names go into headers and store keys. */
 export const MAX_NAME_LENGTH = 128
 

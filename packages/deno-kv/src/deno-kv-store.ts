@@ -7,7 +7,14 @@ import {
   readPositiveDuration,
 } from '@sluice/core/validation'
 import type { AsyncStore, Policy, PolicyResult } from '@sluice/keyed'
-import { type StoredRecord, type StoredResult, StoredState } from '@sluice/keyed/store'
+import {
+  checkBlock,
+  checkCost,
+  type StoredRecord,
+  type StoredResult,
+  StoredState,
+  warnIfBareMilliseconds,
+} from '@sluice/keyed/store'
 
 /** A Deno KV key: an array of parts. */
 export type KvKey = readonly (string | number | bigint | boolean | symbol | Uint8Array)[]
@@ -131,6 +138,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   if (!Array.isArray(prefix)) {
     throw new TypeError(`${FACTORY}: "prefix" must be an array (a KV key), got ${describe(prefix)}`)
   }
+  warnIfBareMilliseconds(FACTORY, 'leaseTtl', options.leaseTtl)
   const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
   const attempts =
     options.attempts === undefined
@@ -212,16 +220,28 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
 
   return {
     async take(key, policies, cost) {
-      checkCost(cost)
+      checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }
       const taken = await transact(key, policies, (state) => state.take(cost, leaseTtlMs))
       return { allowed: taken.allowed, results: withPolicies(taken.results, policies) }
     },
 
     async refund(key, policies, cost, receipts) {
-      checkCost(cost)
+      checkCost(`${FACTORY}.refund`, cost, policies.length)
       if (policies.length === 0) return
       await transact(key, policies, (state) => state.refund(cost, receipts))
+    },
+
+    async force(key, policies, cost) {
+      checkCost(`${FACTORY}.force`, cost, policies.length)
+      if (policies.length === 0) return []
+      return withPolicies(await transact(key, policies, (state) => state.force(cost)), policies)
+    },
+
+    async block(key, policies, ms) {
+      checkBlock(`${FACTORY}.block`, ms)
+      if (policies.length === 0) return
+      await transact(key, policies, (state) => state.block(ms))
     },
 
     async release(key, policy, lease) {
@@ -230,14 +250,8 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
 
     async get(key, policies) {
       if (policies.length === 0) return []
-      const keys = policies.map((policy) => keyOf(key, policy.id))
-      const entries = await kv.getMany(keys)
-      const state = new StoredState(
-        policies,
-        entries.map((entry) => (entry.value ?? undefined) as StoredRecord | undefined),
-        clock.now(),
-      )
-      return withPolicies(state.get(), policies)
+      // A warm-up key's age starts at first sight, a read included: its record is kept.
+      return withPolicies(await transact(key, policies, (state) => state.get()), policies)
     },
 
     async reset(key, policies) {
@@ -263,10 +277,4 @@ function withPolicies(
     policy: policies[i]!,
     limit: policies[i]!.limit,
   }))
-}
-
-function checkCost(cost: number): void {
-  if (!Number.isSafeInteger(cost) || cost < 1) {
-    throw new RangeError(`${FACTORY}: "cost" must be a positive integer, got ${describe(cost)}`)
-  }
 }

@@ -16,6 +16,7 @@ import {
   isPromiseLike,
   type MaybePromise,
   policyName,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import type { BulkheadInfo, Decision } from './decision'
 import {
@@ -145,6 +146,9 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     })
     const { factory } = this
     const options = this.given as BulkheadOptions<Req, Res>
+    if (options.holdTimeout !== false) {
+      warnIfBareMilliseconds(factory, 'holdTimeout', options.holdTimeout)
+    }
     this.#holds =
       options.holdTimeout === false
         ? undefined
@@ -167,10 +171,12 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     this.#policy = this.#livePolicy(name, max)
     this.#policies = [this.#policy]
     if (this.adaptive === undefined) claimPolicies(this.store, this.#policies, factory)
+    warnIfBareMilliseconds(factory, 'queueTimeout', options.queueTimeout)
     this.#queueMs =
       options.queueTimeout === undefined
         ? Number.POSITIVE_INFINITY
         : readDuration(factory, 'queueTimeout', options.queueTimeout)
+    warnIfBareMilliseconds(factory, 'retryAfter', options.retryAfter)
     this.#retryAfterMs = readPositiveDuration(factory, 'retryAfter', options.retryAfter, '1s')
     this.#headerMode = options.headers
     this.#headers = createHeaderWriter(options.headers, this.#policies, factory)

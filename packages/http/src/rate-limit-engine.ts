@@ -17,6 +17,7 @@ import {
   POLICY_OPTIONS,
   type PolicyOptions,
   rateLimitChannel,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import { type Decision, primaryIndex } from './decision'
 import {
@@ -187,7 +188,6 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     })
     const { factory } = this
     const options = this.given as RateLimitOptions<Req, Res>
-    warnAboutSmallWindows(factory, options)
     this.source = new PolicySource<Req>(options as PoliciesOptions, factory)
     if (this.source.fixed !== undefined) claimPolicies(this.store, this.source.fixed, factory)
     const { cost = 1 } = options
@@ -224,6 +224,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
           wait,
         )
       }
+      warnIfBareMilliseconds(factory, 'wait.timeout', waiting.timeout)
       this.#waitMs = readDuration(factory, 'wait.timeout', waiting.timeout)
       this.#maxQueue =
         waiting.maxQueue === undefined
@@ -620,26 +621,4 @@ function publish(decided: Decision): void {
       remaining: r.remaining,
     })),
   })
-}
-
-/**
- * `window: 60` is 60 milliseconds here, where rate-limiter-flexible's `duration: 60` is a
- * minute: a bare number under a second is almost always seconds meant as milliseconds.
- */
-function warnAboutSmallWindows(factory: string, options: RateLimitOptions<never, never>): void {
-  const windows: [string, unknown][] = [['window', options.window]]
-  if (Array.isArray(options.policies)) {
-    options.policies.forEach((p, i) => {
-      windows.push([`policies[${i}].window`, p?.window])
-    })
-  }
-  for (const [option, value] of windows) {
-    if (typeof value === 'number' && value > 0 && value < 1000) {
-      emitWarning(
-        factory,
-        'ERR_SLUICE_WINDOW_IN_MS',
-        `"${option}" is ${value}, which is ${value} milliseconds, not seconds. Write '${value}s' if you meant seconds, or '${value}ms' to silence this.`,
-      )
-    }
-  }
 }

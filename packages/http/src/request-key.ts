@@ -1,5 +1,5 @@
 import { describe } from '@sluice/core/validation'
-import { boundedKey, emitWarning, MAX_KEY_LENGTH } from '@sluice/keyed/store'
+import { emitWarning, storedKey } from '@sluice/keyed/store'
 import { FALLBACK_KEY } from './keys'
 
 /** How many requests the shape of a custom key is checked on before the checks stop. */
@@ -48,7 +48,7 @@ export class KeyNormalizer {
       )
     }
     if (this.#custom && this.#checks > 0) this.#check(raw)
-    return raw.length > MAX_KEY_LENGTH ? boundedKey(raw) : raw
+    return storedKey(raw)
   }
 
   #check(key: string): void {

@@ -3,10 +3,17 @@ import { describe, expect, it } from 'vitest'
 import { memoryStore } from './memory-store'
 import { compilePolicy, concurrencyPolicy, type PolicyOptions } from './policy'
 import { runStoreContract } from './testing/store-contract'
+import { runStoreModel } from './testing/store-model'
 
 const contractClock = new ManualClock()
 runStoreContract('memoryStore', () => memoryStore({ clock: contractClock }), {
   advance: (ms) => contractClock.advance(ms),
+})
+
+const modelClock = new ManualClock(123_456.789)
+runStoreModel('memoryStore', () => memoryStore({ clock: modelClock }), {
+  clock: { now: () => modelClock.now(), advance: (ms) => modelClock.advance(ms) },
+  runs: 200,
 })
 
 const policyOf = (options: PolicyOptions) => compilePolicy(options, 'test')

@@ -1,8 +1,19 @@
 import type { Clock, NormalizedRateSpec } from '@sluice/core'
-import { type KeyedLimiter, keyedLimiter, type Quota } from '@sluice/core/internal'
-import { describe, readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
+import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
+import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
+import { checkBlock, checkCost, costAt } from './call-checks'
+import { boundedKey, MAX_KEY_LENGTH } from './key'
 import { KeyIndex } from './key-index'
-import type { Lease, Penalty, Policy, PolicyResult, Store, TakeResult } from './store'
+import type {
+  Cost,
+  Lease,
+  Penalty,
+  Policy,
+  PolicyResult,
+  Store,
+  TakeBuffer,
+  TakeResult,
+} from './store'
 import { countStrike, type StrikeCount } from './strikes'
 
 /** Options of {@link memoryStore}. */
@@ -19,13 +30,15 @@ export interface MemoryStoreOptions {
 
 /** The in-process store: every method answers synchronously. */
 export interface MemoryStore extends Store {
-  take(key: string, policies: readonly Policy[], cost: number): TakeResult
+  take(key: string, policies: readonly Policy[], cost: Cost, into?: TakeBuffer): TakeResult
   refund(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     receipts?: readonly (number | undefined)[],
   ): void
+  force(key: string, policies: readonly Policy[], cost: Cost): readonly PolicyResult[]
+  block(key: string, policies: readonly Policy[], ms: number): void
   release(key: string, policy: Policy, lease: Lease): void
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[]
   reset(key: string, policies?: readonly Policy[]): void
@@ -35,6 +48,12 @@ export interface MemoryStore extends Store {
   /** Concurrency permits currently held, over all keys. */
   readonly inFlight: number
 }
+
+/**
+ * Keys are bounded at the store, whoever calls it: a 16 KB key is kept as its digest, so
+ * `maxKeys` bounds memory in bytes too.
+ */
+const bound = (key: string) => (key.length > MAX_KEY_LENGTH ? boundedKey(key) : key)
 
 /** A sanity bound: state for more keys than this in one process is a misconfiguration. */
 const MAX_KEYS = 10_000_000
@@ -47,15 +66,29 @@ const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency
  * key's strikes.
  */
 class RateTable {
-  readonly kernel: KeyedLimiter
+  readonly kernel: RateKernel
   readonly index: KeyIndex
-  readonly strikes: StrikeTable | undefined
+  /** Blocks and a penalty's strikes: made with the table for a policy with a penalty, else by `block`. */
+  strikes: StrikeTable | undefined
+  readonly #maxKeys: number
 
   constructor(policy: Policy, maxKeys: number) {
-    const kernel = keyedLimiter(policy.spec as NormalizedRateSpec)
+    const kernel = rateKernel(policy.spec as NormalizedRateSpec)
     this.kernel = kernel
     this.index = new KeyIndex(maxKeys, (rows) => kernel.resize(rows))
     this.strikes = policy.block === undefined ? undefined : new StrikeTable(maxKeys)
+    this.#maxKeys = maxKeys
+  }
+
+  /** The table's strikes, made on first use. */
+  strikeTable(): StrikeTable {
+    this.strikes ??= new StrikeTable(this.#maxKeys)
+    return this.strikes
+  }
+
+  /** Milliseconds the key stays blocked (0: not blocked). */
+  blockedFor(key: string, now: number): number {
+    return this.strikes === undefined ? 0 : this.strikes.blockedFor(key, now)
   }
 
   /**
@@ -163,6 +196,25 @@ class StrikeTable {
     state[to + 2] = until
     state[to + 3] = now + keepFor
     return until > now ? block.forMs : 0
+  }
+
+  /**
+   * Blocks the key for `ms` from `now` (0: lifts a block). Strikes count afresh once it
+   * ends: its window is taken to have started `windowMs` before the block's end.
+   */
+  block(key: string, ms: number, windowMs: number, now: number): void {
+    let row = this.#rowOf(key, now)
+    if (ms === 0) {
+      if (row !== -1) this.index.remove(row)
+      return
+    }
+    if (row === -1) row = this.index.insert(key)
+    const state = this.#state
+    const at = STRIKE_WIDTH * row
+    state[at] = 0
+    state[at + 1] = now + ms - windowMs
+    state[at + 2] = now + ms
+    state[at + 3] = now + ms
   }
 
   delete(key: string): void {
@@ -287,54 +339,70 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 }
 
 /**
- * A time-based policy's result, from its quota after the decision. Each outcome is built
- * as one literal with exactly its fields (a receipt when permits were taken, `blocked`
- * while blocked), not grown field by field.
+ * A time-based policy's result, from its quota after the decision: written into `into`'s
+ * entry at `index` when the caller gave a buffer, else made as one literal with exactly
+ * its fields (a receipt when permits were taken, `blocked` while blocked).
  */
 function rateResult(
+  into: TakeBuffer | undefined,
+  index: number,
   policy: Policy,
   quota: Quota,
   admits: boolean,
   allowed: boolean,
   blockedMs: number,
 ): PolicyResult {
-  if (blockedMs > 0) {
-    // A blocked key is shown 0 remaining, so its next quota is the first permit it may
-    // take once the block is over, whatever its budget has refilled to meanwhile
-    // (the caller has put the wait for one permit in `quota.resetMs`).
+  // A blocked key is shown 0 remaining, so its next quota is the first permit it may take
+  // once the block is over, whatever its budget has refilled to meanwhile (the caller has
+  // put the wait for one permit in `quota.resetMs`).
+  const blocked = blockedMs > 0
+  const remaining = blocked ? 0 : quota.available
+  const resetMs = blocked ? Math.max(blockedMs, quota.resetMs) : quota.resetMs
+  const retryAfterMs = blocked ? Math.max(blockedMs, quota.retryAfterMs) : quota.retryAfterMs
+  const receipt = allowed && !blocked ? quota.receipt : undefined
+  if (into !== undefined) {
+    return fill(
+      into,
+      index,
+      policy,
+      admits,
+      remaining,
+      resetMs,
+      retryAfterMs,
+      undefined,
+      receipt,
+      blocked,
+    )
+  }
+  if (blocked) {
     return {
       policy,
       allowed: admits,
       limit: policy.limit,
-      remaining: 0,
-      resetMs: Math.max(blockedMs, quota.resetMs),
-      retryAfterMs: Math.max(blockedMs, quota.retryAfterMs),
-      blocked: true,
+      remaining,
+      resetMs,
+      retryAfterMs,
+      blocked,
     }
   }
-  if (allowed) {
+  if (receipt !== undefined) {
     return {
       policy,
       allowed: admits,
       limit: policy.limit,
-      remaining: quota.available,
-      resetMs: quota.resetMs,
-      retryAfterMs: quota.retryAfterMs,
-      receipt: quota.receipt,
+      remaining,
+      resetMs,
+      retryAfterMs,
+      receipt,
     }
   }
-  return {
-    policy,
-    allowed: admits,
-    limit: policy.limit,
-    remaining: quota.available,
-    resetMs: quota.resetMs,
-    retryAfterMs: quota.retryAfterMs,
-  }
+  return { policy, allowed: admits, limit: policy.limit, remaining, resetMs, retryAfterMs }
 }
 
 /** A concurrency policy's result: no time axis, so no reset and no wait to announce. */
 function slotsResult(
+  into: TakeBuffer | undefined,
+  index: number,
   policy: Policy,
   max: number,
   held: number,
@@ -342,6 +410,9 @@ function slotsResult(
   lease: Lease | undefined,
 ): PolicyResult {
   const remaining = held < max ? max - held : 0
+  if (into !== undefined) {
+    return fill(into, index, policy, admits, remaining, 0, 0, lease, undefined, false)
+  }
   if (lease !== undefined) {
     return {
       policy,
@@ -356,12 +427,58 @@ function slotsResult(
   return { policy, allowed: admits, limit: policy.limit, remaining, resetMs: 0, retryAfterMs: 0 }
 }
 
-/** The check a concurrency limiter's `tryAcquire` makes of its permits. */
-function checkCost(cost: number): void {
-  if (!Number.isInteger(cost) || cost < 1) {
-    const message = `memoryStore.take: "cost" must be a positive integer, got ${describe(cost)}`
-    throw typeof cost === 'number' ? new RangeError(message) : new TypeError(message)
+/** Writes one policy's result into the caller's buffer, growing it on first use. */
+function fill(
+  into: TakeBuffer,
+  index: number,
+  policy: Policy,
+  allowed: boolean,
+  remaining: number,
+  resetMs: number,
+  retryAfterMs: number,
+  lease: Lease | undefined,
+  receipt: number | undefined,
+  blocked: boolean,
+): PolicyResult {
+  let entry = into.results[index]
+  if (entry === undefined) {
+    entry = {
+      policy,
+      allowed,
+      limit: policy.limit,
+      remaining,
+      resetMs,
+      retryAfterMs,
+      lease,
+      receipt,
+      blocked: blocked || undefined,
+    }
+    into.results[index] = entry
+    return entry
   }
+  entry.policy = policy
+  entry.allowed = allowed
+  entry.limit = policy.limit
+  entry.remaining = remaining
+  entry.resetMs = resetMs
+  entry.retryAfterMs = retryAfterMs
+  entry.lease = lease
+  entry.receipt = receipt
+  entry.blocked = blocked || undefined
+  return entry
+}
+
+/** The answer of a take: `into` itself when the caller gave one. */
+function answer(
+  into: TakeBuffer | undefined,
+  allowed: boolean,
+  results: PolicyResult[] | undefined,
+  count: number,
+): TakeResult {
+  if (into === undefined) return { allowed, results: results! }
+  into.allowed = allowed
+  into.results.length = count
+  return into
 }
 
 class InMemoryStore implements MemoryStore {
@@ -393,48 +510,65 @@ class InMemoryStore implements MemoryStore {
     return this.#inFlight
   }
 
-  take(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    if (policies.length !== 1) return this.#takeAll(key, policies, cost)
+  take(key: string, policies: readonly Policy[], cost: Cost, into?: TakeBuffer): TakeResult {
+    key = bound(key)
+    if (policies.length !== 1 || typeof cost !== 'number') {
+      return this.#takeAll(key, policies, cost, into)
+    }
+    if (!(cost >= 1 && Number.isSafeInteger(cost))) checkCost('memoryStore.take', cost, 1)
     const policy = policies[0]!
     const table = this.#table(policy)
     return table instanceof RateTable
-      ? this.#takeRate(key, policy, table, cost)
-      : this.#takeSlots(key, policy, table, cost)
+      ? this.#takeRate(key, policy, table, cost, into)
+      : this.#takeSlots(key, policy, table, cost, into)
   }
 
   /** One time-based policy, the common case: one clock reading, one kernel call. */
-  #takeRate(key: string, policy: Policy, table: RateTable, cost: number): TakeResult {
+  #takeRate(
+    key: string,
+    policy: Policy,
+    table: RateTable,
+    cost: number,
+    into: TakeBuffer | undefined,
+  ): TakeResult {
     const now = this.#clock.now()
-    const { kernel, strikes } = table
+    const { kernel } = table
     const quota = this.#quota
     let row = table.rowOf(key, now)
-    let blocked = strikes === undefined ? 0 : strikes.blockedFor(key, now)
+    let blocked = table.blockedFor(key, now)
     let allowed = false
     if (blocked === 0) {
       // A key without state gets a row once its first take can pass: a refusal leaves
       // nothing behind and evicts nobody.
       if (row === -1 && cost <= kernel.freshPermits) row = table.insert(key, now)
-      if (row !== -1) allowed = kernel.decide(row, cost, now, quota)
-      else kernel.quota(-1, cost, false, now, quota)
-      if (!allowed && strikes !== undefined) {
-        blocked = strikes.strike(key, policy.block!, policy.windowMs, now)
+      if (row !== -1) allowed = kernel.take(row, now, cost, quota)
+      else kernel.quota(-1, now, cost, false, quota)
+      if (!allowed && policy.block !== undefined) {
+        blocked = table.strikeTable().strike(key, policy.block, policy.windowMs, now)
       }
     } else {
-      kernel.quota(row, cost, false, now, quota)
+      kernel.quota(row, now, cost, false, quota)
     }
-    if (blocked > 0) quota.resetMs = kernel.wait(row, 1, now)
+    if (blocked > 0) quota.resetMs = kernel.wait(row, now, 1)
     if (!allowed && row !== -1) table.dropIfFresh(row, now)
-    return { allowed, results: [rateResult(policy, quota, allowed, allowed, blocked)] }
+    const result = rateResult(into, 0, policy, quota, allowed, allowed, blocked)
+    return answer(into, allowed, into === undefined ? [result] : undefined, 1)
   }
 
-  #takeSlots(key: string, policy: Policy, table: SlotTable, cost: number): TakeResult {
-    checkCost(cost)
+  #takeSlots(
+    key: string,
+    policy: Policy,
+    table: SlotTable,
+    cost: number,
+    into: TakeBuffer | undefined,
+  ): TakeResult {
     const slots = table.slotsOf(key)
     const allowed = slots.held + cost <= table.max
     let lease: MemoryLease | undefined
     if (allowed) lease = this.#hold(slots, cost)
     else table.settle(key, slots)
-    return { allowed, results: [slotsResult(policy, table.max, slots.held, allowed, lease)] }
+    const result = slotsResult(into, 0, policy, table.max, slots.held, allowed, lease)
+    return answer(into, allowed, into === undefined ? [result] : undefined, 1)
   }
 
   #hold(slots: Slots, permits: number): MemoryLease {
@@ -450,11 +584,17 @@ class InMemoryStore implements MemoryStore {
   }
 
   /**
-   * Several policies, atomically: every one is checked first, then each takes. Nothing
-   * can change in between (one thread), so a refusal normally has nothing to undo.
+   * Several policies (or a cost per policy), atomically: every one is checked first, then
+   * each takes. Nothing can change in between (one thread), so a refusal normally has
+   * nothing to undo.
    */
-  #takeAll(key: string, policies: readonly Policy[], cost: number): TakeResult {
-    checkCost(cost)
+  #takeAll(
+    key: string,
+    policies: readonly Policy[],
+    cost: Cost,
+    into: TakeBuffer | undefined,
+  ): TakeResult {
+    checkCost('memoryStore.take', cost, policies.length)
     const n = policies.length
     const tables = policies.map((policy) => this.#table(policy))
     const now = this.#clock.now()
@@ -465,90 +605,112 @@ class InMemoryStore implements MemoryStore {
     let allowed = true
     for (let i = 0; i < n; i++) {
       const table = tables[i]!
+      const charge = costAt(cost, i)
       if (table instanceof RateTable) {
         const row = table.rowOf(key, now)
         rows[i] = row
-        blocked[i] = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
-        admits[i] = blocked[i] === 0 && table.kernel.available(row, now) >= cost
+        blocked[i] = table.blockedFor(key, now)
+        admits[i] = blocked[i] === 0 && table.kernel.fits(row, now, charge)
       } else {
         const held = table.slotsOf(key)
         slots[i] = held
-        admits[i] = held.held + cost <= table.max
+        admits[i] = held.held + charge <= table.max
       }
       if (!admits[i]) allowed = false
     }
     const leases = new Array<MemoryLease | undefined>(n)
     if (allowed) {
-      let taken = 0
-      for (; taken < n; taken++) {
-        const table = tables[taken]!
+      for (let i = 0; i < n; i++) {
+        const table = tables[i]!
+        const charge = costAt(cost, i)
         if (table instanceof RateTable) {
-          if (rows[taken] === -1) rows[taken] = table.insert(key, now)
-          if (!table.kernel.take(rows[taken]!, cost, now)) break
-        } else {
-          leases[taken] = this.#hold(slots[taken]!, cost)
+          if (charge === 0) continue
+          if (rows[i] === -1) rows[i] = table.insert(key, now)
+          table.kernel.take(rows[i]!, now, charge)
+        } else if (charge > 0) {
+          leases[i] = this.#hold(slots[i]!, charge)
         }
       }
-      if (taken < n) {
-        // A limiter refused what availablePermits promised (float edge): undo the others.
-        admits[taken] = false
-        allowed = false
-        for (let i = 0; i < taken; i++) {
-          const lease = leases[i]
-          if (lease === undefined) {
-            ;(tables[i] as RateTable).kernel.refund(rows[i]!, cost, undefined, now)
-          } else {
-            this.#unhold(lease)
-            leases[i] = undefined
-          }
-        }
-      }
-    }
-    if (!allowed) {
+    } else {
       for (let i = 0; i < n; i++) {
         const { block, windowMs } = policies[i]!
         const table = tables[i]!
         if (!admits[i] && block !== undefined && blocked[i] === 0 && table instanceof RateTable) {
-          blocked[i] = table.strikes!.strike(key, block, windowMs, now)
+          blocked[i] = table.strikeTable().strike(key, block, windowMs, now)
         }
       }
     }
     const quota = this.#quota
-    const results = policies.map((policy, i) => {
+    const results = into === undefined ? new Array<PolicyResult>(n) : undefined
+    for (let i = 0; i < n; i++) {
       const table = tables[i]!
+      const policy = policies[i]!
+      let result: PolicyResult
       if (table instanceof SlotTable) {
-        return slotsResult(policy, table.max, slots[i]!.held, admits[i]!, leases[i])
+        result = slotsResult(into, i, policy, table.max, slots[i]!.held, admits[i]!, leases[i])
+      } else {
+        table.kernel.quota(rows[i]!, now, costAt(cost, i), allowed, quota)
+        if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, now, 1)
+        const took = allowed && costAt(cost, i) > 0
+        result = rateResult(into, i, policy, quota, admits[i]!, took, blocked[i]!)
       }
-      table.kernel.quota(rows[i]!, cost, allowed, now, quota)
-      if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, 1, now)
-      return rateResult(policy, quota, admits[i]!, allowed, blocked[i]!)
-    })
+      if (results !== undefined) results[i] = result
+    }
     for (let i = 0; i < n; i++) {
       const table = tables[i]!
       if (table instanceof SlotTable) table.settle(key, slots[i]!)
       else if (!allowed && rows[i] !== -1) table.dropIfFresh(rows[i]!, now)
     }
-    return { allowed, results }
+    return answer(into, allowed, results, n)
   }
 
   refund(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     receipts?: readonly (number | undefined)[],
   ): void {
+    checkCost('memoryStore.refund', cost, policies.length)
+    key = bound(key)
     const now = this.#clock.now()
     for (let i = 0; i < policies.length; i++) {
       const table = this.#table(policies[i]!)
-      if (!(table instanceof RateTable)) continue
+      const charge = costAt(cost, i)
+      if (!(table instanceof RateTable) || charge === 0) continue
       const row = table.liveRowOf(key, now)
       // No row: the key went back to fresh or was evicted, so nothing is left to give back.
       if (row === -1) continue
-      table.kernel.refund(row, cost, receipts?.[i], now)
+      table.kernel.refund(row, now, charge, receipts?.[i])
+    }
+  }
+
+  force(key: string, policies: readonly Policy[], cost: Cost): readonly PolicyResult[] {
+    key = bound(key)
+    checkCost('memoryStore.force', cost, policies.length)
+    const now = this.#clock.now()
+    for (let i = 0; i < policies.length; i++) {
+      const table = this.#table(policies[i]!)
+      const charge = costAt(cost, i)
+      if (!(table instanceof RateTable) || charge === 0) continue
+      let row = table.rowOf(key, now)
+      if (row === -1) row = table.insert(key, now)
+      table.kernel.force(row, now, charge)
+    }
+    return this.get(key, policies)
+  }
+
+  block(key: string, policies: readonly Policy[], ms: number): void {
+    key = bound(key)
+    checkBlock('memoryStore.block', ms)
+    const now = this.#clock.now()
+    for (const policy of policies) {
+      const table = this.#table(policy)
+      if (table instanceof RateTable) table.strikeTable().block(key, ms, policy.windowMs, now)
     }
   }
 
   release(key: string, policy: Policy, lease: Lease): void {
+    key = bound(key)
     if (!(lease instanceof MemoryLease) || !lease.open || !lease.slots.live) return
     const table = this.#slots.get(policy.id)
     if (table === undefined || table.find(key) !== lease.slots) return
@@ -557,24 +719,26 @@ class InMemoryStore implements MemoryStore {
   }
 
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[] {
+    key = bound(key)
     const now = this.#clock.now()
     const quota = this.#quota
     return policies.map((policy) => {
       const table = this.#table(policy)
       if (table instanceof SlotTable) {
         const held = table.find(key)?.held ?? 0
-        return slotsResult(policy, table.max, held, held + 1 <= table.max, undefined)
+        return slotsResult(undefined, 0, policy, table.max, held, held + 1 <= table.max, undefined)
       }
       const row = table.liveRowOf(key, now)
-      const blocked = table.strikes === undefined ? 0 : table.strikes.blockedFor(key, now)
+      const blocked = table.blockedFor(key, now)
       const allowed = blocked === 0 && table.kernel.available(row, now) >= 1
-      table.kernel.quota(row, 1, allowed, now, quota)
-      if (blocked > 0) quota.resetMs = table.kernel.wait(row, 1, now)
-      return rateResult(policy, quota, allowed, false, blocked)
+      table.kernel.quota(row, now, 1, allowed, quota)
+      if (blocked > 0) quota.resetMs = table.kernel.wait(row, now, 1)
+      return rateResult(undefined, 0, policy, quota, allowed, false, blocked)
     })
   }
 
   reset(key: string, policies?: readonly Policy[]): void {
+    key = bound(key)
     const tables: (Table | undefined)[] =
       policies === undefined
         ? [...this.#rates.values(), ...this.#slots.values()]

@@ -9,6 +9,7 @@ import {
   typeError,
 } from '@sluice/core/validation'
 import type { Penalty, Policy, Store } from './store'
+import { warnIfBareMilliseconds } from './warnings'
 
 /** The time-based algorithms a rate-limit policy may use. */
 export type RateAlgorithm =
@@ -206,6 +207,7 @@ function readBlock(factory: string, prefix: string, value: unknown): Penalty | u
     after?: unknown
   }
   if (block.for === undefined) throw typeError(factory, `${option}.for`, 'is required', undefined)
+  warnIfBareMilliseconds(factory, `${option}.for`, block.for)
   return {
     forMs: readPositiveDuration(factory, `${option}.for`, block.for),
     after:
@@ -263,6 +265,8 @@ export function compilePolicy(given: PolicyOptions, factory: string, prefix = ''
     factory,
     prefix,
   )
+  warnIfBareMilliseconds(factory, `${prefix}window`, options.window)
+  warnIfBareMilliseconds(factory, `${prefix}warmUp`, options.warmUp)
   const name =
     options.name === undefined ? undefined : policyName(factory, `${prefix}name`, options.name)
   return makePolicy(spec, name, readBlock(factory, prefix, options.block))

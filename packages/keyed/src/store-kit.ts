@@ -5,6 +5,8 @@
  *
  * @module
  */
+
+export { checkBlock, checkCost, costAt } from './call-checks'
 export {
   type AdaptiveLimitEvent,
   adaptiveChannel,
@@ -17,7 +19,7 @@ export {
   type StoreEvent,
   storeChannel,
 } from './events'
-export { boundedKey, MAX_KEY_LENGTH } from './key'
+export { boundedKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
@@ -36,6 +38,7 @@ export {
   policyName,
   type RateAlgorithm,
 } from './policy'
+export { longestWait, primaryIndex } from './primary'
 export type * from './store'
 export {
   type RateRecord,
@@ -49,4 +52,9 @@ export {
   type Strikes,
 } from './stored-state'
 export { countStrike, type StrikeCount } from './strikes'
-export { createdInsideRequest, emitWarning, forgetWarnings } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  forgetWarnings,
+  warnIfBareMilliseconds,
+} from './warnings'

@@ -58,14 +58,14 @@ export interface PolicyResult {
   /** Milliseconds until a refused request could pass: 0 when allowed, Infinity for never. */
   readonly retryAfterMs: number
   /** Present when a concurrency policy admitted the request. */
-  readonly lease?: Lease
+  readonly lease?: Lease | undefined
   /**
    * Present when a time-based policy took permits: identifies the window, slot or bucket
    * period they count in, so a later `refund` gives back only what still counts.
    */
-  readonly receipt?: number
+  readonly receipt?: number | undefined
   /** True when the key is blocked by this policy's penalty (this refusal may have started it). */
-  readonly blocked?: boolean
+  readonly blocked?: boolean | undefined
 }
 
 /** The outcome of `Store.take`: all policies admitted, or none took anything. */
@@ -76,28 +76,74 @@ export interface TakeResult {
 }
 
 /**
+ * Permits a call charges: one number for every policy, or one per policy, in order (0: that
+ * policy is not charged, only checked: a policy in debt or blocked still refuses). A cost
+ * is a non-negative safe integer; a single number must be positive.
+ */
+export type Cost = number | readonly number[]
+
+/**
+ * A result a caller owns and passes to `take`, which a store may fill instead of making
+ * a new one (the memory store does; a remote store may ignore it): one per caller, reused
+ * for every decision, read before the next. `results` grows to one entry per policy.
+ */
+export interface TakeBuffer {
+  allowed: boolean
+  readonly results: {
+    policy: Policy
+    allowed: boolean
+    limit: number
+    remaining: number
+    resetMs: number
+    retryAfterMs: number
+    lease: Lease | undefined
+    receipt: number | undefined
+    blocked: boolean | undefined
+  }[]
+}
+
+/**
  * Where per-key limiter state lives: `memoryStore()` in this process, `redisStore()`
  * across processes. Every method may answer synchronously or with a promise.
- * `@sluice/http/testing` exports the contract every store must pass (`runStoreContract`).
+ * `@sluice/keyed/testing` exports the contract (`runStoreContract`) and the model-based
+ * test (`runStoreModel`) every store must pass.
  */
 export interface Store {
   /**
    * Takes `cost` permits for `key` from every policy, atomically: if any policy refuses,
    * nothing is taken from any of them. A policy with a penalty counts the refusal and may
-   * start a block; a blocked key is refused by that policy until the block ends.
+   * start a block; a blocked key is refused by that policy until the block ends. With
+   * `into`, the store may answer in it (and returns it) instead of a new result.
    */
-  take(key: string, policies: readonly Policy[], cost: number): MaybePromise<TakeResult>
+  take(
+    key: string,
+    policies: readonly Policy[],
+    cost: Cost,
+    into?: TakeBuffer,
+  ): MaybePromise<TakeResult>
   /**
-   * Gives `cost` permits back to the time-based policies (outcome-based counting). With the
-   * `receipts` of the take (one per policy, in order, as `PolicyResult.receipt`), permits
-   * whose window, slot or bucket period has passed are not given back: they no longer count.
+   * Gives `cost` permits back to the time-based policies (outcome-based counting), never
+   * beyond fresh. With the `receipts` of the take (one per policy, in order, as
+   * `PolicyResult.receipt`), permits whose window, slot or bucket period has passed are
+   * not given back: they no longer count.
    */
   refund(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     receipts?: readonly (number | undefined)[],
   ): MaybePromise<void>
+  /**
+   * Takes `cost` permits from the time-based policies whether they fit or not: debt (a
+   * penalty, a settle above its estimate) that later takes wait out. Answers each policy's
+   * state after it.
+   */
+  force(key: string, policies: readonly Policy[], cost: Cost): MaybePromise<readonly PolicyResult[]>
+  /**
+   * Blocks `key` under the time-based `policies` for `ms` from now (0 lifts a block),
+   * whatever their budgets say, as a policy's penalty does.
+   */
+  block(key: string, policies: readonly Policy[], ms: number): MaybePromise<void>
   /** Frees a concurrency slot taken by `take`. Releasing the same lease twice is a no-op. */
   release(key: string, policy: Policy, lease: Lease): MaybePromise<void>
   /** The current state of each policy for `key`, taking nothing. */
@@ -116,13 +162,15 @@ export interface Store {
  * (Redis, Durable Objects, Deno KV).
  */
 export interface AsyncStore extends Store {
-  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult>
+  take(key: string, policies: readonly Policy[], cost: Cost, into?: TakeBuffer): Promise<TakeResult>
   refund(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     receipts?: readonly (number | undefined)[],
   ): Promise<void>
+  force(key: string, policies: readonly Policy[], cost: Cost): Promise<readonly PolicyResult[]>
+  block(key: string, policies: readonly Policy[], ms: number): Promise<void>
   release(key: string, policy: Policy, lease: Lease): Promise<void>
   get(key: string, policies: readonly Policy[]): Promise<readonly PolicyResult[]>
   reset(key: string, policies?: readonly Policy[]): Promise<void>

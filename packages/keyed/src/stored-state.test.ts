@@ -4,6 +4,7 @@ import { compilePolicy, concurrencyPolicy } from './policy'
 import type { Store, TakeResult } from './store'
 import { type StoredRecord, StoredState } from './stored-state'
 import { runStoreContract } from './testing/store-contract'
+import { runStoreModel } from './testing/store-model'
 
 /** The smallest store on StoredState: records in a Map, as structured clones. */
 function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
@@ -44,12 +45,29 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
       s.refund(cost, receipts)
       save(key, policies, s)
     },
+    force(key, policies, cost) {
+      const s = state(key, policies)
+      const after = s.force(cost)
+      save(key, policies, s)
+      return withPolicies(after, policies) as never
+    },
+    block(key, policies, ms) {
+      const s = state(key, policies)
+      s.block(ms)
+      save(key, policies, s)
+    },
     release(key, policy, lease) {
       const s = state(key, [policy])
       s.release(0, lease.id)
       save(key, [policy], s)
     },
-    get: (key, policies) => withPolicies(state(key, policies).get(), policies) as never,
+    get(key, policies) {
+      // A warm-up key's age starts at first sight, a read included: its record is kept.
+      const s = state(key, policies)
+      const results = s.get()
+      save(key, policies, s)
+      return withPolicies(results, policies) as never
+    },
     reset(key, policies) {
       for (const at of [...records.keys()]) {
         const [k, id] = at.split('\u0000')
@@ -66,6 +84,11 @@ const clock = new ManualClock(1_800_000_000_000)
 runStoreContract('a store on StoredState (records in a Map)', () => recordStore(clock), {
   advance: (ms) => clock.advance(ms),
 })
+runStoreModel('a store on StoredState (records in a Map)', () => recordStore(clock), {
+  clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) },
+  leaseTtlMs: 60_000,
+  runs: 200,
+})
 
 describe('StoredState', () => {
   it('writes only what changed, and deletes what is fresh again', () => {
@@ -73,7 +96,7 @@ describe('StoredState', () => {
     const store = recordStore(clock)
     const p = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: '1s' }, 'test')
     store.take('k', [p], 1)
-    expect([...store.records.values()]).toEqual([{ state: [0, 1] }])
+    expect([...store.records.values()]).toEqual([{ v: 3, state: [0, 1] }])
     // A refusal changes nothing: nothing is written (the record is the same object).
     const before = store.records.get(`k\u0000${p.id}`)
     store.take('k', [p], 1)

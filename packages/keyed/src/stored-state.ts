@@ -1,6 +1,7 @@
-import { type Clock, createLimiter, type NormalizedSpec } from '@sluice/core'
-import { isPortable, type PortableRateLimiter } from '@sluice/core/internal'
-import type { Penalty, Policy } from './store'
+import type { NormalizedRateSpec, NormalizedSpec } from '@sluice/core'
+import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
+import { costAt } from './call-checks'
+import type { Cost, Penalty, Policy } from './store'
 import { countStrike } from './strikes'
 
 /**
@@ -11,8 +12,13 @@ export type StoredPolicy = Pick<Policy, 'id' | 'spec' | 'windowMs' | 'block'>
 
 /** A time-based policy's state for one key: the limiter's and the penalty's. */
 export interface RateRecord {
-  /** `exportState()` of the key's limiter (may hold `-Infinity`: keep it as a structured clone). */
+  /**
+   * The key's row of the policy's kernel (`RateKernel.read`): may hold `-Infinity`, so
+   * keep it as a structured clone.
+   */
   readonly state: readonly number[]
+  /** The layout `state` was written in; a record of another is read as fresh. */
+  readonly v?: number
   /** Refusals counted since `since`, blocked until `until` (penalty only). */
   readonly strikes?: Strikes
 }
@@ -62,41 +68,32 @@ export interface StoredChange {
   readonly freshInMs?: number
 }
 
-/** The time of one operation: every limiter in it reads the same instant. */
-class FixedClock implements Clock {
-  readonly #now: number
-
-  constructor(now: number) {
-    this.#now = now
-  }
-
-  now(): number {
-    return this.#now
-  }
-
-  sleep(): Promise<void> {
-    return Promise.reject(new Error('sluice: a stored limiter never waits'))
-  }
-}
-
 const sameStrikes = (a: Strikes | undefined, b: Strikes | undefined) =>
   a === b || (a?.count === b?.count && a?.since === b?.since && a?.until === b?.until)
 
-/** A time-based policy's state for one key during an operation. */
+/**
+ * The layout of `RateRecord.state`: the kernels' rows. Records of an earlier layout (before
+ * the kernels counted in whole microseconds) are read as fresh, once.
+ */
+const RECORD_VERSION = 3
+
+/** A time-based policy's state for one key during an operation: its kernel's one row. */
 class RateEntry {
-  readonly limiter: PortableRateLimiter
+  readonly kernel: RateKernel
   strikes: Strikes | undefined
   readonly #policy: StoredPolicy
   readonly #loaded: RateRecord | undefined
 
-  constructor(policy: StoredPolicy, clock: Clock, record: RateRecord | undefined) {
+  constructor(policy: StoredPolicy, now: number, loaded: RateRecord | undefined) {
     this.#policy = policy
-    const limiter = createLimiter(policy.spec, clock)
-    if (!isPortable(limiter)) throw new TypeError(`not a rate algorithm: ${policy.spec.algorithm}`)
-    if (record !== undefined) limiter.importState(record.state)
-    this.limiter = limiter
-    this.strikes = record?.strikes
-    this.#loaded = record
+    const kernel = rateKernel(policy.spec as NormalizedRateSpec)
+    kernel.resize(1)
+    const record = loaded?.v === RECORD_VERSION ? loaded : undefined
+    if (record === undefined) kernel.clear(0, now)
+    else kernel.write(0, record.state)
+    this.kernel = kernel
+    this.strikes = loaded?.strikes
+    this.#loaded = loaded
   }
 
   get known(): boolean {
@@ -106,6 +103,15 @@ class RateEntry {
   /** Milliseconds the key stays blocked by the penalty at `now` (0: not blocked). */
   blockedFor(now: number): number {
     return Math.max((this.strikes?.until ?? 0) - now, 0)
+  }
+
+  /**
+   * Blocks the key for `ms` from `now` (0: lifts a block). Strikes count afresh once it
+   * ends: its window is taken to have started one window before the block's end.
+   */
+  block(now: number, ms: number): void {
+    const until = now + ms
+    this.strikes = ms === 0 ? undefined : { count: 0, since: until - this.#policy.windowMs, until }
   }
 
   /**
@@ -119,15 +125,21 @@ class RateEntry {
     return strikes.until > now ? block.forMs : 0
   }
 
+  #state(): number[] {
+    const state = new Array<number>(this.kernel.width)
+    this.kernel.read(0, state)
+    return state
+  }
+
   /** Milliseconds until the record is worth nothing; undefined for warm-up (never). */
   freshIn(now: number): number | undefined {
-    if (this.#policy.spec.algorithm === 'warm-up') return undefined
+    if (this.kernel.ageless) return undefined
     const strikes = this.strikes
     const penalty =
       strikes === undefined
         ? 0
         : Math.max(strikes.until, strikes.since + this.#policy.windowMs) - now
-    return Math.max(this.limiter.resetMs(), penalty, 0)
+    return Math.max(this.kernel.untilFresh(0, now), penalty, 0)
   }
 
   /** What to keep: undefined once nothing is worth keeping (the key is fresh). */
@@ -137,12 +149,13 @@ class RateEntry {
       Math.max(this.strikes.until, this.strikes.since + this.#policy.windowMs) > now
         ? this.strikes
         : undefined
-    // A warm-up limiter's state is its age: forgetting it would start the key cold again.
-    const fresh = this.#policy.spec.algorithm !== 'warm-up' && this.limiter.resetMs() === 0
+    // A warm-up kernel's state is its age: forgetting it would start the key cold again.
+    const fresh = !this.kernel.ageless && this.kernel.isFresh(0, now)
     if (fresh && strikes === undefined) return undefined
+    const state = this.#state()
     return strikes === undefined
-      ? { state: this.limiter.exportState() }
-      : { state: this.limiter.exportState(), strikes }
+      ? { v: RECORD_VERSION, state }
+      : { v: RECORD_VERSION, state, strikes }
   }
 
   /** Whether `record` differs from what was loaded. */
@@ -151,6 +164,7 @@ class RateEntry {
     if (record === undefined || loaded === undefined) return record !== loaded
     const { state } = record
     return (
+      loaded.v !== record.v ||
       state.length !== loaded.state.length ||
       state.some((value, i) => !Object.is(value, loaded.state[i])) ||
       !sameStrikes(record.strikes, loaded.strikes)
@@ -225,13 +239,12 @@ export class StoredState {
     records: readonly (StoredRecord | undefined)[],
     now: number,
   ) {
-    const clock = new FixedClock(now)
     this.#policies = policies
     this.#now = now
     this.#entries = policies.map((policy, i) =>
       policy.spec.algorithm === 'concurrency'
         ? new SlotsEntry(policy.spec, records[i] as SlotsRecord | undefined, now)
-        : new RateEntry(policy, clock, records[i] as RateRecord | undefined),
+        : new RateEntry(policy, now, records[i] as RateRecord | undefined),
     )
   }
 
@@ -239,46 +252,34 @@ export class StoredState {
    * Takes `cost` permits from every policy, or from none (`Store.take`). A concurrency
    * policy's slot is a lease held until released, or for `leaseTtlMs` at most.
    */
-  take(cost: number, leaseTtlMs: number): { allowed: boolean; results: StoredResult[] } {
+  take(cost: Cost, leaseTtlMs: number): { allowed: boolean; results: StoredResult[] } {
     const entries = this.#entries
     const now = this.#now
     const blocked = entries.map((entry) => (entry instanceof RateEntry ? entry.blockedFor(now) : 0))
+    // Exact kernels: what fits is what takes, so every policy is checked, then each takes.
     const admits = entries.map(
       (entry, i) =>
         blocked[i] === 0 &&
-        (entry instanceof RateEntry ? entry.limiter.availablePermits() : entry.available) >= cost,
+        (entry instanceof RateEntry
+          ? entry.kernel.fits(0, now, costAt(cost, i))
+          : entry.available >= costAt(cost, i)),
     )
-    let allowed = admits.every(Boolean)
+    const allowed = admits.every(Boolean)
     const leases: (StoredLease | undefined)[] = []
     const receipts: (number | undefined)[] = []
-    if (allowed) {
-      const before = entries.map((entry) =>
-        entry instanceof RateEntry ? entry.limiter.exportState() : undefined,
-      )
-      for (const [i, entry] of entries.entries()) {
-        if (entry instanceof SlotsEntry) {
-          // Random: ids must stay unique across every holder and restart of the store.
-          const lease = { id: crypto.randomUUID(), permits: cost, expiresAt: now + leaseTtlMs }
-          entry.leases.push(lease)
-          leases.push(lease)
-          receipts.push(undefined)
-        } else if (entry.limiter.tryAcquire(cost)) {
-          leases.push(undefined)
-          receipts.push(entry.limiter.receipt())
-        } else {
-          // A limiter refused what availablePermits promised (float edge): undo the others.
-          admits[i] = false
-          allowed = false
-          break
-        }
-      }
-      if (!allowed) {
-        for (const [i, entry] of entries.entries()) {
-          if (entry instanceof RateEntry) entry.limiter.importState(before[i]!)
-          else entry.leases = entry.leases.filter((lease) => !leases.includes(lease))
-        }
-        leases.length = 0
-        receipts.length = 0
+    for (const [i, entry] of entries.entries()) {
+      const charge = costAt(cost, i)
+      leases.push(undefined)
+      receipts.push(undefined)
+      if (!allowed || charge === 0) continue
+      if (entry instanceof SlotsEntry) {
+        // Random: ids must stay unique across every holder and restart of the store.
+        const lease = { id: crypto.randomUUID(), permits: charge, expiresAt: now + leaseTtlMs }
+        entry.leases.push(lease)
+        leases[i] = lease
+      } else {
+        entry.kernel.take(0, now, charge)
+        receipts[i] = entry.kernel.receipt(0)
       }
     }
     if (!allowed) {
@@ -292,7 +293,16 @@ export class StoredState {
     return {
       allowed,
       results: entries.map((entry, i) =>
-        result(entry, admits[i]!, allowed, cost, blocked[i]!, leases[i], receipts[i]),
+        result(
+          entry,
+          now,
+          admits[i]!,
+          allowed,
+          costAt(cost, i),
+          blocked[i]!,
+          leases[i],
+          receipts[i],
+        ),
       ),
     }
   }
@@ -301,11 +311,28 @@ export class StoredState {
    * Gives `cost` permits back to the time-based policies (`Store.refund`), with the take's
    * `receipts` (one per policy) when known. A key with no record is fresh: nothing to give.
    */
-  refund(cost: number, receipts?: readonly (number | null | undefined)[]): void {
+  refund(cost: Cost, receipts?: readonly (number | null | undefined)[]): void {
     for (const [i, entry] of this.#entries.entries()) {
-      if (entry instanceof RateEntry && entry.known) {
-        entry.limiter.refund(cost, receipts?.[i] ?? undefined)
+      const charge = costAt(cost, i)
+      if (entry instanceof RateEntry && entry.known && charge > 0) {
+        entry.kernel.refund(0, this.#now, charge, receipts?.[i] ?? undefined)
       }
+    }
+  }
+
+  /** Takes `cost` from the time-based policies whether it fits or not (`Store.force`). */
+  force(cost: Cost): StoredResult[] {
+    for (const [i, entry] of this.#entries.entries()) {
+      const charge = costAt(cost, i)
+      if (entry instanceof RateEntry && charge > 0) entry.kernel.force(0, this.#now, charge)
+    }
+    return this.get()
+  }
+
+  /** Blocks the key under the time-based policies for `ms` (`Store.block`; 0 lifts it). */
+  block(ms: number): void {
+    for (const entry of this.#entries) {
+      if (entry instanceof RateEntry) entry.block(this.#now, ms)
     }
   }
 
@@ -320,9 +347,9 @@ export class StoredState {
     return this.#entries.map((entry) => {
       const blocked = entry instanceof RateEntry ? entry.blockedFor(this.#now) : 0
       const available =
-        entry instanceof RateEntry ? entry.limiter.availablePermits() : entry.available
+        entry instanceof RateEntry ? entry.kernel.available(0, this.#now) : entry.available
       const allowed = blocked === 0 && available >= 1
-      return result(entry, allowed, allowed, 1, blocked, undefined, undefined)
+      return result(entry, this.#now, allowed, allowed, 1, blocked, undefined, undefined)
     })
   }
 
@@ -343,9 +370,13 @@ export class StoredState {
   }
 }
 
+/** What a kernel reports into for `result`: one per process, read before the next call. */
+const QUOTA: Quota = { available: 0, resetMs: 0, retryAfterMs: 0, receipt: 0 }
+
 /** One policy's result, computed as `memoryStore` computes it. */
 function result(
   entry: Entry,
+  now: number,
   admits: boolean,
   allowed: boolean,
   cost: number,
@@ -357,12 +388,11 @@ function result(
   let resetMs = 0
   let retryAfterMs = 0
   if (entry instanceof RateEntry) {
-    const { limiter } = entry
-    available = Math.max(0, limiter.availablePermits())
-    // Draft -10's reset: until one more permit is free; 0 when none can be (it is full).
-    const more = limiter.retryAfterMs(available + 1)
-    resetMs = Number.isFinite(more) ? more : 0
-    if (!allowed) retryAfterMs = limiter.retryAfterMs(cost)
+    entry.kernel.quota(0, now, cost, allowed, QUOTA)
+    available = QUOTA.available
+    // A blocked key's next quota is the first permit it may take once the block is over.
+    resetMs = blockedMs > 0 ? entry.kernel.wait(0, now, 1) : QUOTA.resetMs
+    retryAfterMs = QUOTA.retryAfterMs
   } else {
     // A bulkhead has no time axis: its 0 means "unknown", as in RateLimitError.
     available = entry.available

@@ -524,7 +524,7 @@ describe('adaptiveConcurrency options', () => {
     [
       { probeInterval: '1 min' },
       RangeError,
-      `adaptiveConcurrency: "probeInterval" ${DURATION_RULE}, got "1 min"`,
+      `adaptiveConcurrency: "probeInterval" ${DURATION_RULE}, got "1 min" (did you mean '1m'?)`,
     ],
     [
       { probeJitter: 2 },

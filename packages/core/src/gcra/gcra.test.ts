@@ -7,31 +7,49 @@ import type { RateLimiter } from '../types'
 import { warmUpTokenBucket } from '../warm-up/warm-up-token-bucket'
 
 /**
- * GCRA on exact integers: time in ticks of 1/limit ms, so T = window and τ = capacity·T.
- * For integral configs and clock times this is the algorithm with no rounding at all.
+ * GCRA on exact integers, in BigInt: time in ticks of 1/limit µs, so T = window (µs) and
+ * τ = capacity·T, and every answer (admitted, available, the wait) follows with no
+ * rounding at all. Waits are whole microseconds, rounded up.
  */
 class ExactGcra {
   private tat: bigint | undefined
-  constructor(
-    private readonly limit: number,
-    private readonly window: number,
-    private readonly capacity: number,
-  ) {}
+  private readonly limit: bigint
+  private readonly window: bigint
+  private readonly tau: bigint
+
+  constructor(limit: number, windowMs: number, capacity: number) {
+    this.limit = BigInt(limit)
+    this.window = BigInt(Math.round(windowMs * 1000))
+    this.tau = BigInt(capacity) * this.window
+  }
+
+  private ticks(nowMs: number): bigint {
+    return BigInt(Math.round(nowMs * 1000)) * this.limit
+  }
 
   tryAcquire(nowMs: number, permits: number): boolean {
-    const now = BigInt(nowMs) * BigInt(this.limit)
+    const now = this.ticks(nowMs)
     const start = this.tat !== undefined && this.tat > now ? this.tat : now
-    const next = start + BigInt(permits * this.window)
-    if (next - now > BigInt(this.capacity * this.window)) return false
+    const next = start + BigInt(permits) * this.window
+    if (next - now > this.tau) return false
     this.tat = next
     return true
   }
 
   available(nowMs: number): number {
-    const now = BigInt(nowMs) * BigInt(this.limit)
+    const now = this.ticks(nowMs)
     const debt = this.tat !== undefined && this.tat > now ? this.tat - now : 0n
-    const free = (BigInt(this.capacity * this.window) - debt) / BigInt(this.window)
+    const free = (this.tau - debt) / this.window
     return Number(free > 0n ? free : 0n)
+  }
+
+  /** Milliseconds until `permits` fit: the excess in ticks, as whole µs rounded up. */
+  retryAfterMs(nowMs: number, permits: number): number {
+    const now = this.ticks(nowMs)
+    const start = this.tat !== undefined && this.tat > now ? this.tat : now
+    const excess = start + BigInt(permits) * this.window - now - this.tau
+    if (excess <= 0n) return 0
+    return Number((excess + this.limit - 1n) / this.limit) / 1000
   }
 }
 
@@ -81,6 +99,45 @@ describe('GCRA family properties', () => {
         const model = new ExactGcra(limit, window, capacity)
         for (const { dt, permits } of steps) {
           clock.advance(dt)
+          expect(bucket.tryAcquire(permits)).toBe(model.tryAcquire(clock.now(), permits))
+          expect(bucket.availablePermits()).toBe(model.available(clock.now()))
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  // A bandwidth quota (10 GB a day) or an organisation's LLM tokens (10^9 a day): τ in
+  // ticks is far past 2^53 (8.64·10^20 for 10^10 a day), and still exact.
+  it('tokenBucket is exact across the whole accepted range, 10^10 a day included', () => {
+    const huge = fc.record({
+      limit: fc.constantFrom(1e9, 1e10, 2 ** 40, 3, 7, 2 ** 53 - 1),
+      window: fc.constantFrom(86_400_000, 3_600_000, 100, 30 * 86_400_000),
+      fraction: fc.constantFrom(1, 0.5, 0.001, 1e-6),
+      start: fc.constantFrom(0, 1.5, 1_700_000_000_000),
+    })
+    const costs = fc.array(
+      fc.record({
+        dt: fc.integer({ min: 0, max: 10_000_000 }),
+        share: fc.double({ min: 0, max: 1.2, noNaN: true }),
+      }),
+      { minLength: 1, maxLength: 60 },
+    )
+    fc.assert(
+      fc.property(huge, costs, ({ limit, window, fraction, start }, steps) => {
+        const capacity = Math.max(1, Math.floor(limit * fraction))
+        if ((capacity * window * 1000) / limit > Number.MAX_SAFE_INTEGER) return
+        const clock = new ManualClock(start)
+        const bucket = tokenBucket({ limit, window, capacity, clock })
+        const model = new ExactGcra(limit, window, capacity)
+        for (const { dt, share } of steps) {
+          clock.advance(dt)
+          const permits = Math.max(1, Math.floor(capacity * share))
+          expect(bucket.retryAfterMs(permits)).toBe(
+            permits > capacity
+              ? Number.POSITIVE_INFINITY
+              : model.retryAfterMs(clock.now(), permits),
+          )
           expect(bucket.tryAcquire(permits)).toBe(model.tryAcquire(clock.now(), permits))
           expect(bucket.availablePermits()).toBe(model.available(clock.now()))
         }

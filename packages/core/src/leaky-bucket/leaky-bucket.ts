@@ -1,5 +1,6 @@
 import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
-import { ConstantGcraLimiter, readGcraWindow } from '../gcra/gcra'
+import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
+import { GcraKernel } from '../gcra/kernel'
 import type { LeakyBucketOptions, NormalizedSpec, RateLimiter } from '../types'
 import { readPositiveInteger } from '../validation'
 
@@ -13,18 +14,12 @@ export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketSpec> = {
   options: ['limit', 'window'],
   normalize(options, label, prefix = '') {
     const limit = readPositiveInteger(label, `${prefix}limit`, options.limit)
-    const window = readGcraWindow(label, prefix, options.window, limit)
+    const window = readGcraWindow(label, prefix, options.window, limit, 1)
     return { algorithm: 'leaky-bucket', limit, window }
   },
+  kernel: (spec) => new GcraKernel(spec),
   create(spec, name, clock) {
-    return new ConstantGcraLimiter({
-      factory: 'leakyBucket',
-      name,
-      clock,
-      limit: spec.limit,
-      windowMs: spec.window,
-      capacity: 1,
-    })
+    return new GcraLimiter('leakyBucket', name, clock, new GcraKernel(spec))
   },
 }
 

@@ -117,26 +117,27 @@ describe('tokenBucket', () => {
       expect(takeAll(bucket)).toBe(full)
       expect(bucket.availablePermits()).toBe(0)
 
-      // Advancing by exactly retryAfterMs admits; 1 ms less does not.
+      // Advancing by exactly retryAfterMs admits; 1 µs less does not. Waits are whole
+      // microseconds, rounded up: T = window / limit exactly, then up to the next µs.
       const t0 = clock.now()
       const retry = bucket.retryAfterMs()
-      expect(retry).toBeCloseTo(bucket.windowMs / limit, 9)
-      if (retry > 1) {
-        clock.set(t0 + retry - 1)
-        expect(bucket.tryAcquire()).toBe(false)
-      }
+      expect(retry).toBe(Math.ceil((bucket.windowMs * 1000) / limit) / 1000)
+      clock.set(t0 + retry - 0.001)
+      expect(bucket.tryAcquire()).toBe(false)
       clock.set(t0 + retry)
       expect(bucket.tryAcquire()).toBe(true)
       expect(bucket.tryAcquire()).toBe(false)
 
-      // resetMs: back to exactly full after it, not before.
+      // resetMs: back to exactly full after it, not before. In ticks of 1/limit µs the
+      // bucket owes (full + 1)·T from the start and t1 is ceil(T) µs later (with capacity
+      // 1 the bucket was empty by then: it owes T from t1), rounded up to whole µs.
       const t1 = clock.now()
       const reset = bucket.resetMs()
-      expect(reset).toBeCloseTo((full * bucket.windowMs) / limit, 5)
-      if (reset > 1) {
-        clock.set(t1 + reset - 1)
-        expect(bucket.availablePermits()).toBeLessThan(full)
-      }
+      const us = bucket.windowMs * 1000
+      const owed = Math.max((full + 1) * us - limit * Math.ceil(us / limit), us)
+      expect(reset).toBe(Math.ceil(owed / limit) / 1000)
+      clock.set(t1 + reset - 0.001)
+      expect(bucket.availablePermits()).toBeLessThan(full)
       clock.set(t1 + reset)
       expect(bucket.availablePermits()).toBe(full)
       expect(bucket.resetMs()).toBe(0)
@@ -155,5 +156,25 @@ describe('tokenBucket', () => {
     // at whole milliseconds never loses the fractions, because the slack of the second
     // permit absorbs the lag (with capacity 1, each late poll would push the schedule).
     expect(admitted).toBe(2 + 700)
+  })
+
+  // τ = 8.64·10^20 ticks of 1/limit µs, far past 2^53: counted in two parts, still exact.
+  it('10 GB a day (limit 1e10, window 1d) is exact, not refused', () => {
+    const clock = new ManualClock()
+    const bucket = tokenBucket({ limit: 1e10, window: '1d', clock })
+    expect(bucket.availablePermits()).toBe(1e10)
+    expect(bucket.tryAcquire(1e10 - 1)).toBe(true)
+    expect(bucket.availablePermits()).toBe(1)
+    expect(bucket.tryAcquire(2)).toBe(false)
+    // One interval is 8.64 µs: the second permit is 9 µs away, rounded up.
+    expect(bucket.retryAfterMs(2)).toBe(0.009)
+    expect(bucket.tryAcquire()).toBe(true)
+    expect(bucket.availablePermits()).toBe(0)
+    expect(bucket.resetMs()).toBe(86_400_000)
+    // A millisecond drains 10^10 / 86,400,000 = 115.74 permits.
+    clock.advance(1)
+    expect(bucket.availablePermits()).toBe(115)
+    clock.advance(86_400_000)
+    expect(bucket.availablePermits()).toBe(1e10)
   })
 })

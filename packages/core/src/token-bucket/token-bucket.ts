@@ -1,5 +1,6 @@
 import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
-import { ConstantGcraLimiter, readGcraWindow } from '../gcra/gcra'
+import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
+import { GcraKernel } from '../gcra/kernel'
 import type { NormalizedSpec, RateLimiter, TokenBucketOptions } from '../types'
 import { readPositiveInteger } from '../validation'
 
@@ -17,18 +18,12 @@ export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketSpec> = {
       options.capacity === undefined
         ? limit
         : readPositiveInteger(label, `${prefix}capacity`, options.capacity)
-    const window = readGcraWindow(label, prefix, options.window, Math.max(limit, capacity))
+    const window = readGcraWindow(label, prefix, options.window, limit, capacity)
     return { algorithm: 'token-bucket', limit, window, capacity }
   },
+  kernel: (spec) => new GcraKernel(spec),
   create(spec, name, clock) {
-    return new ConstantGcraLimiter({
-      factory: 'tokenBucket',
-      name,
-      clock,
-      limit: spec.limit,
-      windowMs: spec.window,
-      capacity: spec.capacity,
-    })
+    return new GcraLimiter('tokenBucket', name, clock, new GcraKernel(spec))
   },
 }
 

@@ -1171,6 +1171,8 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const lazy = {
           take: (...args: Parameters<typeof store.take>) => thenable(store.take(...args)),
           refund: (...args: Parameters<typeof store.refund>) => thenable(store.refund(...args)),
+          force: (...args: Parameters<typeof store.force>) => thenable(store.force(...args)),
+          block: (...args: Parameters<typeof store.block>) => thenable(store.block(...args)),
           release: (...args: Parameters<typeof store.release>) => thenable(store.release(...args)),
           get: (...args: Parameters<typeof store.get>) => thenable(store.get(...args)),
           reset: (...args: Parameters<typeof store.reset>) => thenable(store.reset(...args)),

@@ -1,6 +1,7 @@
 /**
  * The contract every store must pass (`runStoreContract`), so a store written anywhere
- * runs the same suite as sluice's own. It uses vitest's `describe`/`it`/`expect`.
+ * runs the same suite as sluice's own, and `warningsOf` to see the warnings a setup gives.
+ * `runStoreContract` uses vitest's `describe`/`it`/`expect`.
  *
  * @example
  * ```ts
@@ -11,3 +12,9 @@
  * @module
  */
 export { runStoreContract, type StoreContractOptions } from './store-contract'
+export {
+  runStoreModel,
+  type StoreModelClock,
+  type StoreModelOptions,
+} from './store-model'
+export { warningsOf } from './warnings'

@@ -1,0 +1,222 @@
+import { micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
+import { GcraKernel, grown } from '../gcra/kernel'
+import type { NormalizedRateSpec } from '../types'
+
+type WarmUpSpec = Extract<NormalizedRateSpec, { algorithm: 'warm-up' }>
+
+/** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
+const COLD_FACTOR = 3
+
+/** Doublings a search for the first admitting microsecond may take past its estimate. */
+const GALLOP_STEPS = 64
+
+/**
+ * The warm-up token bucket: GCRA whose interval starts at 3·T and shrinks linearly to T
+ * over `warmUp`, measured from the row's creation (its age, not its traffic). The interval
+ * is a whole number of ticks, `3·T − floor(2·T·age / warmUp)`, so every store computes the
+ * same one; the burst budget is τ = capacity·T, clamped to at least one current interval,
+ * so the burst grows from capacity/3 to capacity and capacity 1 still admits one at a time
+ * when cold. State: `tat` in two parts (as `GcraKernel`), and the creation time.
+ */
+export class WarmUpKernel extends GcraKernel {
+  override readonly ageless = true
+  override readonly width = 3
+  override readonly freshPermits: number
+  readonly #warmUp: number
+  /** capacity·T in ticks, or Infinity when that passes 2^53 (then always above an interval). */
+  readonly #tauInTicks: number
+  /** Each row's creation time, in µs. */
+  #created = new Float64Array(0)
+
+  constructor(spec: WarmUpSpec) {
+    super(spec)
+    this.#warmUp = micros(spec.warmUp)
+    const tau = spec.capacity * this.window
+    this.#tauInTicks = tau <= Number.MAX_SAFE_INTEGER ? tau : Number.POSITIVE_INFINITY
+    this.freshPermits = this.available(-1, 0)
+  }
+
+  override resize(rows: number): void {
+    if (rows <= this.rows) return
+    this.#created = grown(this.#created, rows)
+    super.resize(rows)
+  }
+
+  override clear(row: number, now: number): void {
+    super.clear(row, now)
+    this.#created[row] = micros(now)
+  }
+
+  override isFresh(): boolean {
+    return false
+  }
+
+  /** The interval in ticks at age `age` (µs). */
+  #interval(age: number): number {
+    if (age >= this.#warmUp) return this.window
+    mulDivMod(2 * this.window, Math.max(age, 0), this.#warmUp)
+    return COLD_FACTOR * this.window - PAIR[0]!
+  }
+
+  #createdOf(row: number, t: number): number {
+    return row < 0 ? t : this.#created[row]!
+  }
+
+  protected override costPair(row: number, t: number, cost: number): void {
+    mulDivMod(cost, this.#interval(t - this.#createdOf(row, t)), this.ticks)
+  }
+
+  /** τ at `interval` (ticks), into PAIR: capacity·T, or one interval when that is more. */
+  #tolerance(interval: number): void {
+    if (interval > this.#tauInTicks) {
+      mulDivMod(1, interval, this.ticks)
+    } else {
+      PAIR[0] = this.tauUs
+      PAIR[1] = this.tauTicks
+    }
+  }
+
+  /** Whether `cost` permits fit at `t` (µs) on the state (`at`, `frac`, `created`). */
+  #fits(at: number, frac: number, created: number, t: number, cost: number): boolean {
+    if (at < t) {
+      at = t
+      frac = 0
+    }
+    const interval = this.#interval(t - created)
+    mulDivMod(cost, interval, this.ticks)
+    at += PAIR[0]!
+    frac += PAIR[1]!
+    if (frac >= this.ticks) {
+      frac -= this.ticks
+      at += 1
+    }
+    this.#tolerance(interval)
+    const ahead = at - t
+    return ahead < PAIR[0]! || (ahead === PAIR[0] && frac <= PAIR[1]!)
+  }
+
+  override take(row: number, now: number, cost: number, out?: Parameters<GcraKernel['take']>[3]) {
+    const t = micros(now)
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) return super.take(row, now, cost, out)
+    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    const frac = row < 0 ? 0 : this.frac[row]!
+    const allowed = cost <= this.capacity && this.#fits(at, frac, created, t, cost)
+    if (allowed && row >= 0) this.force(row, now, cost)
+    if (out !== undefined) this.report(row, t, cost, allowed, out)
+    return allowed
+  }
+
+  /** floor((τ − debt) / interval), at most capacity, 0 in debt. */
+  protected override availableAt(row: number, t: number): number {
+    const interval = this.#interval(t - this.#createdOf(row, t))
+    if (interval === this.window) return super.availableAt(row, t)
+    this.#tolerance(interval)
+    let us = PAIR[0]!
+    let ticks = PAIR[1]!
+    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    if (at >= t) {
+      us -= at - t
+      ticks -= this.frac[row]!
+      if (ticks < 0) {
+        ticks += this.ticks
+        us -= 1
+      }
+      if (us < 0) return 0
+    }
+    const free = mulAddDiv(us, this.ticks, ticks, interval)
+    return Math.min(free, this.capacity)
+  }
+
+  /**
+   * The first whole microsecond from `t` at which `cost` (≤ capacity) fits. Once warm the
+   * token bucket's closed form; while warming, whether it fits only ever turns from no to
+   * yes as time passes (the excess over the budget is `min(debt + n·I − capacity·T,
+   * debt + (n − 1)·I)`, and the debt and the interval I only shrink), so the answer is
+   * found from an estimate, then checked and corrected exactly: usually the estimate and
+   * the microsecond before it.
+   */
+  protected override waitUs(row: number, t: number, cost: number): number {
+    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    const frac = row < 0 ? 0 : this.frac[row]!
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) return this.steadyWaitUs(at, frac, t, cost)
+    if (this.#fits(at, frac, created, t, cost)) return 0
+    const guess = Math.max(1, Math.ceil(this.#estimate(at, frac, t, t - created, cost)))
+    let lo: number
+    let hi: number
+    if (this.#fits(at, frac, created, t + guess, cost)) {
+      if (!this.#fits(at, frac, created, t + guess - 1, cost)) return guess
+      lo = 0
+      hi = guess - 1
+    } else {
+      let step = 1
+      for (let i = 0; i < GALLOP_STEPS; i++, step *= 2) {
+        if (this.#fits(at, frac, created, t + guess + step, cost)) break
+      }
+      lo = guess + Math.floor(step / 2)
+      hi = guess + step
+    }
+    // Invariant: it fits at hi, not at lo.
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2)
+      if (this.#fits(at, frac, created, t + mid, cost)) hi = mid
+      else lo = mid
+    }
+    return hi
+  }
+
+  /**
+   * Microseconds until `cost` fits, in floating point with the interval taken as exactly
+   * linear in age: the excess is piecewise linear and non-increasing in time, with kinks
+   * where the debt is paid, where the interval falls to capacity·T and where warm-up ends.
+   * Walk the pieces and solve the first one that reaches zero.
+   */
+  #estimate(at: number, frac: number, t: number, age: number, cost: number): number {
+    const ticks = this.ticks
+    const window = this.window
+    const warmUp = this.#warmUp
+    const tau = this.capacity * window
+    const debt = at < t ? 0 : (at - t) * ticks + frac
+    const excess = (dt: number) => {
+      const a = age + dt
+      const interval =
+        a >= warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / warmUp)
+      return Math.max(0, debt - dt * ticks) + cost * interval - Math.max(tau, interval)
+    }
+    const kinks = [debt / ticks, warmUp - age]
+    if (this.capacity < COLD_FACTOR) {
+      kinks.push((warmUp * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1) - age)
+    }
+    kinks.sort((a, b) => a - b)
+    let from = 0
+    let before = excess(0)
+    for (const to of kinks) {
+      if (to <= from) continue
+      const after = excess(to)
+      if (after <= 0) return from + (before * (to - from)) / (before - after)
+      from = to
+      before = after
+    }
+    return from
+  }
+
+  /**
+   * A reservation due at `at`: while warming, the permits may be due past `tat` (the
+   * interval shrinks until they fit), so `tat` moves from max(tat, at), never from
+   * earlier: that would admit them before their time.
+   */
+  override reserve(row: number, now: number, at: number, cost: number): void {
+    super.reserve(row, Math.max(now, at), at, cost)
+  }
+
+  override read(row: number, into: Float64Array | number[], at = 0): void {
+    super.read(row, into, at)
+    into[at + 2] = this.#created[row]!
+  }
+
+  override write(row: number, from: ArrayLike<number>, at = 0): void {
+    super.write(row, from, at)
+    this.#created[row] = from[at + 2] ?? 0
+  }
+}
