@@ -194,7 +194,9 @@ export function honoInit<O extends { getIp?: GetIp }>(options: O | undefined, fa
   const getIp = readFunction(factory, 'getIp', own ? options.getIp : undefined)
   const address: ClientAddress = { read: getIp ?? defaultIp, given: getIp !== undefined }
   const request = honoRequest(address.read, address.given)
-  const init = { options, request, response: honoResponse, factory, adapterOptions: ['getIp'] }
+  // validate also for a bulkhead: its key may read the client address, which can be missing.
+  const adapterOptions = ['getIp', 'validate']
+  const init = { options, request, response: honoResponse, factory, adapterOptions }
   return { address, init }
 }
 

@@ -107,10 +107,11 @@ export const SKIPPED: Outcome = {
 }
 
 /**
- * The options every engine reads the same way. Two more are read by every engine and
- * typed by each adapter, whose frameworks call them differently: `onLimited` (answers a
- * refusal; `respond` calls it through the adapter's `limited` accessor) and `validate`
- * (the one-time checks of {@link ProxySetup}).
+ * The options every engine reads the same way. Two more are typed by each adapter, whose
+ * frameworks call them differently: `onLimited`, which every engine takes (it answers a
+ * refusal; `respond` calls it through the adapter's `limited` accessor), and `validate`
+ * (the one-time checks of {@link ProxySetup}), which `rateLimit` takes, and a bulkhead
+ * where its adapter lists it (a key by client address can find none).
  */
 export interface CommonOptions<Req, Res> {
   key?: KeyExtractor<Req>
@@ -159,7 +160,6 @@ const COMMON_OPTIONS = [
   'store',
   'clock',
   'onLimited',
-  'validate',
 ]
 
 /**

@@ -113,6 +113,7 @@ const OPTION_NAMES = [
   'skip',
   'refundWhen',
   'dryRun',
+  'validate',
 ]
 
 /** Names other rate limiters use, and what to write instead. */
