@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net'
 import { PassThrough } from 'node:stream'
 import { ManualClock } from '@sluice/core'
-import { forgetWarnings, gate, start, until } from '@sluice/http/testing'
+import { gate, start, until, watchWarnings } from '@sluice/http/testing'
 import Fastify from 'fastify'
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { bulkhead } from './bulkhead'
 import { keys, memoryStore } from './index'
 import { rateLimit } from './rate-limit'
@@ -83,65 +83,60 @@ describe('rateLimit (fastify)', () => {
 })
 
 describe('validate (fastify)', () => {
-  const codes = (spy: { mock: { calls: unknown[][] } }) =>
-    spy.mock.calls.map(([, options]) => (options as { code: string }).code)
+  /** The codes of the warnings `run` gives, with the app it builds closed after. */
+  async function warningsWhile(run: () => Promise<{ close(): Promise<unknown> }>) {
+    const watch = watchWarnings()
+    try {
+      await (await run()).close()
+      return watch.given.map(([code]) => code)
+    } finally {
+      watch.stop()
+    }
+  }
 
   it('warns once when trustProxy is true: every client could pick its key', async () => {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    try {
+    const codes = await warningsWhile(async () => {
       const app = Fastify({ trustProxy: true })
       app.get('/', { onRequest: rateLimit({ limit: 100 }) }, async () => 'ok')
       for (let i = 0; i < 2; i++) {
         await app.inject({ url: '/', headers: { 'x-forwarded-for': '203.0.113.9' } })
       }
-      expect(codes(spy)).toEqual(['ERR_SLUICE_PERMISSIVE_TRUST_PROXY'])
-      await app.close()
-    } finally {
-      spy.mockRestore()
-    }
+      return app
+    })
+    expect(codes).toEqual(['ERR_SLUICE_PERMISSIVE_TRUST_PROXY'])
   })
 
   it('warns once when trustProxy is on but 100 requests came without a proxy header', async () => {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    try {
-      const app = Fastify({ trustProxy: '127.0.0.1' })
-      app.get('/', { onRequest: rateLimit({ limit: 1000 }) }, async () => 'ok')
+    const app = Fastify({ trustProxy: '127.0.0.1' })
+    app.get('/', { onRequest: rateLimit({ limit: 1000 }) }, async () => 'ok')
+    const before = await warningsWhile(async () => {
       for (let i = 0; i < 99; i++) await app.inject('/')
-      expect(codes(spy)).toEqual([])
+      return { close: async () => {} }
+    })
+    const after = await warningsWhile(async () => {
       await app.inject('/')
       await app.inject('/')
-      expect(codes(spy)).toEqual(['ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY'])
-      await app.close()
-    } finally {
-      spy.mockRestore()
-    }
+      return app
+    })
+    expect([before, after]).toEqual([[], ['ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY']])
   })
 
   it('can be switched off one by one, or all at once; unknown checks are refused', async () => {
-    forgetWarnings()
-    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
-    try {
+    const codes = await warningsWhile(async () => {
       const app = Fastify({ trustProxy: true })
-      app.get(
-        '/a',
-        { onRequest: rateLimit({ limit: 100, validate: { trustProxy: false } }) },
-        async () => 'a',
-      )
+      const quiet = rateLimit({ limit: 100, validate: { trustProxy: false } })
+      app.get('/a', { onRequest: quiet }, async () => 'a')
       app.get('/b', { onRequest: rateLimit({ limit: 100, validate: false }) }, async () => 'b')
       await app.inject('/a')
       await app.inject('/b')
-      expect(codes(spy)).toEqual([])
-      expect(() => rateLimit({ validate: { proxy: false } as never })).toThrow(
-        new TypeError(
-          'rateLimit: unknown check "validate.proxy" (known: xForwardedFor, trustProxy, proxyHeader)',
-        ),
-      )
-      await app.close()
-    } finally {
-      spy.mockRestore()
-    }
+      return app
+    })
+    expect(codes).toEqual([])
+    expect(() => rateLimit({ validate: { proxy: false } as never })).toThrow(
+      new TypeError(
+        'rateLimit: unknown check "validate.proxy" (known: xForwardedFor, trustProxy, proxyHeader)',
+      ),
+    )
   })
 })
 

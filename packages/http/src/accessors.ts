@@ -1,3 +1,4 @@
+import { isPromiseLike } from '@sluice/keyed/store'
 import type { BulkheadInfo, Decision, RateLimitInfo } from './decision'
 import type { Outcome, Refusal } from './engine'
 import type { ProxyTexts, ProxyView } from './proxy-checks'
@@ -182,4 +183,33 @@ export function fail<Req, Res, Next extends (...args: never[]) => unknown>(
 ): unknown {
   if (accessors.fail !== undefined) return accessors.fail(error, req, res, next)
   return (next as unknown as (error: unknown) => unknown)(error)
+}
+
+/**
+ * Answers a refusal: the user's `onLimited` through `limited`, or the refusal's status and
+ * body through `send`. A failure of either (sync or async: a throwing `message` or
+ * `onLimited`) goes to `failure`. Returns what was answered, a promise while it is under way.
+ */
+export function refuse<Req, Res, Next>(
+  accessors: AnswerAccessors<Req, Res, Next>,
+  outcome: Outcome,
+  req: Req,
+  res: Res,
+  next: Next,
+  failure: (error: unknown) => unknown,
+): unknown {
+  try {
+    let sent: unknown
+    if (outcome.onLimited !== undefined) {
+      sent = accessors.limited(outcome.onLimited, req, res, next, outcome.decision!)
+    } else {
+      const refusal = outcome.refusal()
+      sent = isPromiseLike(refusal)
+        ? Promise.resolve(refusal).then((r) => accessors.send(req, res, outcome.status, r))
+        : accessors.send(req, res, outcome.status, refusal)
+    }
+    return isPromiseLike(sent) ? Promise.resolve(sent).then(undefined, failure) : sent
+  } catch (error) {
+    return failure(error)
+  }
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
-import { type AnswerAccessors, expose, fail } from './accessors'
+import { type AnswerAccessors, expose, fail, refuse } from './accessors'
 import type { FollowedResponse, Outcome } from './engine'
 
 /**
@@ -72,20 +72,9 @@ export async function respond<Req, Res, Next extends (...args: never[]) => unkno
   }
   expose(accessors, req, outcome)
   if (outcome.action === 'refuse') {
-    try {
-      if (outcome.onLimited !== undefined) {
-        return await accessors.limited(outcome.onLimited, req, res, next, outcome.decision!)
-      }
-      const refusal = outcome.refusal()
-      return accessors.send(
-        req,
-        res,
-        outcome.status,
-        isPromiseLike(refusal) ? await refusal : refusal,
-      )
-    } catch (error) {
-      return fail(accessors, error, req, res, next)
-    }
+    return refuse(accessors, outcome, req, res, next, (error) =>
+      fail(accessors, error, req, res, next),
+    )
   }
   if (!outcome.holds) {
     await next()

@@ -17,7 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
-import { type AnswerAccessors, expose, fail } from './accessors'
+import { type AnswerAccessors, expose, fail, refuse } from './accessors'
 import { clientGone, type Outcome } from './engine'
 
 export { clientGone }
@@ -85,7 +85,11 @@ function answer<Req, Res, Next extends (...args: never[]) => unknown>(
   accessors: NodeAccessors<Req, Res, Next>,
 ): unknown {
   expose(accessors, req, outcome)
-  if (outcome.action === 'refuse') return refuse(outcome, req, res, next, accessors)
+  if (outcome.action === 'refuse') {
+    return refuse(accessors, outcome, req, res, next, (error) =>
+      failed(error, req, res, next, accessors),
+    )
+  }
   if (!outcome.holds) return next()
   const incoming = accessors.incoming(req)
   const outgoing = accessors.outgoing(res)
@@ -107,30 +111,6 @@ function answer<Req, Res, Next extends (...args: never[]) => unknown>(
       throw error
     },
   )
-}
-
-function refuse<Req, Res, Next extends (...args: never[]) => unknown>(
-  outcome: Outcome,
-  req: Req,
-  res: Res,
-  next: Next,
-  accessors: NodeAccessors<Req, Res, Next>,
-): unknown {
-  const failure = (error: unknown) => failed(error, req, res, next, accessors)
-  try {
-    let sent: unknown
-    if (outcome.onLimited !== undefined) {
-      sent = accessors.limited(outcome.onLimited, req, res, next, outcome.decision!)
-    } else {
-      const refusal = outcome.refusal()
-      sent = isPromiseLike(refusal)
-        ? Promise.resolve(refusal).then((r) => accessors.send(req, res, outcome.status, r))
-        : accessors.send(req, res, outcome.status, refusal)
-    }
-    return isPromiseLike(sent) ? Promise.resolve(sent).then(undefined, failure) : sent
-  } catch (error) {
-    return failure(error)
-  }
 }
 
 function failed<Req, Res, Next extends (...args: never[]) => unknown>(

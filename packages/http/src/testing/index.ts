@@ -14,5 +14,11 @@
  */
 
 export { forgetWarnings } from '@sluice/keyed/store'
-export { runStoreContract, type StoreContractOptions } from '@sluice/keyed/testing'
+export {
+  runStoreContract,
+  type StoreContractOptions,
+  type WarningWatch,
+  warningsOf,
+  watchWarnings,
+} from '@sluice/keyed/testing'
 export * from './scenarios'

@@ -3,7 +3,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
 import { adaptiveConcurrency, type Duration, ManualClock } from '@sluice/core'
 import { type MemoryStore, memoryStore } from '@sluice/keyed'
-import { forgetWarnings } from '@sluice/keyed/store'
+import { watchWarnings } from '@sluice/keyed/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
 import { keys } from '../index'
@@ -257,36 +257,6 @@ export function listen<T>(channel: string): { readonly events: T[]; stop(): void
   }
   diagnostics.subscribe(channel, onMessage)
   return { events, stop: () => diagnostics.unsubscribe(channel, onMessage) }
-}
-
-/**
- * Collects the codes of the `SluiceWarning`s given until `stop()`, forgetting those given
- * before, so a warning already given once in this process is seen again. Works wherever
- * sluice warns: through `process.emitWarning`, or `console.warn` without it.
- */
-export function warnings(): { readonly codes: string[]; stop(): void } {
-  forgetWarnings()
-  const codes: string[] = []
-  const host = (globalThis as { process?: { emitWarning?: unknown } }).process
-  if (typeof host?.emitWarning === 'function') {
-    const original = host.emitWarning
-    host.emitWarning = (_message: string, options?: { code?: string }) => {
-      if (options?.code !== undefined) codes.push(options.code)
-    }
-    const stop = () => {
-      host.emitWarning = original
-    }
-    return { codes, stop }
-  }
-  const original = console.warn
-  console.warn = (text: unknown) => {
-    const code = /^SluiceWarning \[(\w+)\]/.exec(String(text))?.[1]
-    if (code !== undefined) codes.push(code)
-  }
-  const stop = () => {
-    console.warn = original
-  }
-  return { codes, stop }
 }
 
 /** Polls (on real time, without asserting any duration) until `condition` holds. */
@@ -1379,32 +1349,32 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
       })
 
       it('a custom key that is an IPv4-mapped address with its port is reported as one', async () => {
-        const seen = warnings()
+        const seen = watchWarnings()
         try {
           const server = await serve(oneRoute({ limit: 10, key: () => '::ffff:127.0.0.1:42780' }))
           expect((await send(server, '/')).status).toBe(200)
-          expect(seen.codes).toEqual(['ERR_SLUICE_KEY_WITH_PORT'])
+          expect(seen.given.map(([code]) => code)).toEqual(['ERR_SLUICE_KEY_WITH_PORT'])
         } finally {
           seen.stop()
         }
       })
 
       it('validate: an X-Forwarded-For while no proxy is trusted is reported once', async () => {
-        const seen = warnings()
+        const seen = watchWarnings()
         try {
           const server = await serve(oneRoute({ limit: 10, validate: true } as RateLimitOptions))
           for (let i = 0; i < 2; i++) {
             const res = await send(server, '/', { headers: { 'x-forwarded-for': '203.0.113.9' } })
             expect(res.status).toBe(200)
           }
-          expect(seen.codes).toEqual(['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'])
+          expect(seen.given.map(([code]) => code)).toEqual(['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'])
         } finally {
           seen.stop()
         }
       })
 
       it('dry run never changes what a client gets: a throwing key or a failing store lets it pass', async () => {
-        const seen = warnings()
+        const seen = watchWarnings()
         const events = listen<{ enforced: boolean; error?: unknown }>('sluice:rate-limit')
         try {
           const failing = memoryStore()
@@ -1445,7 +1415,10 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
             [200, null],
             [200, null],
           ])
-          expect(seen.codes).toEqual(['ERR_SLUICE_DRY_RUN_FAILED', 'ERR_SLUICE_DRY_RUN_FAILED'])
+          expect(seen.given.map(([code]) => code)).toEqual([
+            'ERR_SLUICE_DRY_RUN_FAILED',
+            'ERR_SLUICE_DRY_RUN_FAILED',
+          ])
           expect(events.events.map((e) => [e.enforced, (e.error as Error).message])).toEqual([
             [false, 'rateLimit: the "key" function failed: no key today'],
             [false, 'rateLimit: the "key" function failed: no key today'],
