@@ -93,6 +93,26 @@ describe('BulkheadEngine', () => {
     expect(store.inFlight).toBe(0)
   })
 
+  it('an adaptive permit whose client left counts as dropped, once the work is over', () => {
+    const released: (boolean | undefined)[] = []
+    const limiter = {
+      name: 'fake',
+      limit: 2,
+      inFlight: 0,
+      tryEnter: () => ({ release: (o?: { dropped?: boolean }) => void released.push(o?.dropped) }),
+      subscribe: () => () => {},
+    }
+    const engine = new BulkheadEngine({ options: { max: limiter as never }, request, response })
+    const left = enter(engine).outcome
+    left.done(true)
+    expect(released).toEqual([])
+    left.workDone(false)
+    const finished = enter(engine).outcome
+    finished.workDone(false)
+    finished.done(false)
+    expect(released).toEqual([true, false])
+  })
+
   it('gives the handler a signal that aborts when its client leaves', () => {
     const { engine } = setup({ max: 2 })
     const a = enter(engine).outcome

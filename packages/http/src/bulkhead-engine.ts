@@ -429,7 +429,8 @@ class BulkheadOutcome<Req, Res> implements Outcome, BulkheadInfo, Held {
   next: Held | undefined
   #held: Taken | undefined
   #response: FollowedResponse | undefined
-  #responseOver = false
+  /** Undefined until the response is over; then whether it never finished. */
+  #gone: boolean | undefined
   #workOver = false
   /** Why the work is no longer wanted, once it is not; the signal is made on first use. */
   #stop: unknown
@@ -493,8 +494,8 @@ class BulkheadOutcome<Req, Res> implements Outcome, BulkheadInfo, Held {
   }
 
   done(gone: boolean): void {
-    if (this.#responseOver) return
-    this.#responseOver = true
+    if (this.#gone !== undefined) return
+    this.#gone = gone
     if (gone) this.#abort(clientGone())
     if (this.#workOver) this.#release(gone)
   }
@@ -503,7 +504,8 @@ class BulkheadOutcome<Req, Res> implements Outcome, BulkheadInfo, Held {
     if (this.#workOver) return
     this.#workOver = true
     // A failed handler's answer is the error handler's: nothing it does needs the slot.
-    if (failed || this.#responseOver) this.#release(false)
+    if (this.#gone !== undefined) this.#release(this.#gone)
+    else if (failed) this.#release(false)
   }
 
   /** `holdTimeout` passed: the work is cut short, its response destroyed, its slot freed. */
