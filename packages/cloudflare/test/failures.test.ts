@@ -1,8 +1,8 @@
 import diagnostics from 'node:diagnostics_channel'
 import { ManualClock } from '@sluice/core'
 import type { StoreEvent } from '@sluice/http'
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
 import { memoryStore } from '@sluice/keyed'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
   type DurableObjectNamespaceLike,

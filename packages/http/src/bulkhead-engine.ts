@@ -20,7 +20,6 @@ import {
   readDuration,
   readFunction,
   readNonNegativeInteger,
-  readOptions,
   readPositiveDuration,
   readPositiveInteger,
   typeError,
@@ -37,17 +36,20 @@ import {
   policyName,
   warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
-import type { RequestAccessors, ResponseAccessors } from './accessors'
-import type { Decision } from './decision'
+import type { BulkheadInfo, Decision } from './decision'
 import {
   type CommonOptions,
+  clientGone,
   Engine,
+  type EngineInit,
+  type FollowedResponse,
   type LimitedBody,
   type Outcome,
   type Refusal,
   TEMPORARY_REDUCED_CAPACITY,
 } from './engine'
 import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
+import { type Held, HoldTimer } from './hold-timer'
 import { GLOBAL_KEY, global, type KeyExtractor } from './keys'
 import { decision } from './rate-limit-engine'
 
@@ -82,6 +84,14 @@ export interface BulkheadOptions<Req = unknown, Res = unknown> extends CommonOpt
   name?: string
   /** `Retry-After` of a refusal: a bulkhead cannot know when a slot frees. Default `'1s'`. */
   retryAfter?: Duration
+  /**
+   * The longest a request may hold its slot, from the moment it took it. Past it the
+   * handler's `signal` aborts, the response is destroyed (the client sees the connection
+   * close) and the slot is freed: a client that never reads its response cannot keep a
+   * slot. Default `'1m'`, the shared stores' `leaseTtl`; `false` for no bound (long
+   * streams such as server-sent events).
+   */
+  holdTimeout?: Duration | false
   /**
    * Answer a refusal as RFC 9457 `application/problem+json` with the rate-limit draft's
    * `temporary-reduced-capacity` type; a string `message` becomes its `detail`.
@@ -119,15 +129,10 @@ const OPTION_NAMES = [
   'max',
   'maxQueue',
   'queueTimeout',
-  'key',
-  'statusCode',
   'headers',
-  'message',
   'name',
   'retryAfter',
-  'store',
-  'clock',
-  'problemDetails',
+  'holdTimeout',
   'priority',
   ...PRIORITY_OPTIONS,
 ]
@@ -150,9 +155,11 @@ const HINTS: Readonly<Record<string, string>> = {
  *
  * @example
  * ```ts
- * const engine = new BulkheadEngine({ max: 10 }, requestAccessors, responseAccessors)
+ * const engine = new BulkheadEngine({ options: { max: 10 }, request, response })
  * const outcome = await engine.admit(req, res)
- * if (outcome.action === 'pass') res.once('close', () => outcome.done(false))
+ * // respond() of @sluice/http/node or /fetch calls these as the request goes on:
+ * outcome.workDone(false)
+ * outcome.done(false)
  * ```
  */
 export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
@@ -177,20 +184,31 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   /** With priorities: the header writers that name a refusing partition, by partition. */
   readonly #partitionHeaders = new Map<string, HeaderWriter | undefined>()
 
-  constructor(
-    options: BulkheadOptions<Req, Res>,
-    request: RequestAccessors<Req>,
-    response: ResponseAccessors<Req, Res>,
-    factory = 'bulkhead',
-    adapterOptions: readonly string[] = [],
-  ) {
-    readOptions(factory, options, [...OPTION_NAMES, ...adapterOptions], HINTS)
-    super(factory, options, request, response, {
+  /** Expires slots held past `holdTimeout`; undefined with `holdTimeout: false`. */
+  readonly #holds: HoldTimer | undefined
+
+  constructor(init: EngineInit<BulkheadOptions<Req, Res>, Req, Res>) {
+    super(init, {
+      factory: 'bulkhead',
+      names: OPTION_NAMES,
+      hints: HINTS,
       status: 503,
       message: 'Service Unavailable',
       key: global(),
       problem: TEMPORARY_REDUCED_CAPACITY,
     })
+    const { factory } = this
+    const options = this.given as BulkheadOptions<Req, Res>
+    if (options.holdTimeout !== false) {
+      warnIfBareMilliseconds(factory, 'holdTimeout', options.holdTimeout)
+    }
+    this.#holds =
+      options.holdTimeout === false
+        ? undefined
+        : new HoldTimer(
+            this.clock,
+            readPositiveDuration(factory, 'holdTimeout', options.holdTimeout, '1m'),
+          )
     this.maxQueue =
       options.maxQueue === undefined
         ? 0
@@ -549,12 +567,25 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     return writer
   }
 
+  /** Starts the `holdTimeout` of a slot just taken, or stops it once the slot is freed. */
+  hold(held: Held, holding: boolean): void {
+    if (holding) this.#holds?.add(held)
+    else this.#holds?.remove(held)
+  }
+
   /**
    * Frees a slot (once per outcome) and wakes the next request queued under its key. For
    * an adaptive limiter a 503/504 counts as a dropped request, and a client that left as
-   * an aborted one: no latency sample (it would make the downstream look fast).
+   * an aborted one: no latency sample (it would make the downstream look fast). Returns
+   * the store's release while it is under way.
    */
-  release(key: string, taken: Taken, since: number, res: Res, gone: boolean): void {
+  release(
+    key: string,
+    taken: Taken,
+    since: number,
+    res: Res,
+    gone: boolean,
+  ): Promise<void> | undefined {
     this.#inFlight--
     if (bulkheadChannel.hasSubscribers) {
       const partition =
@@ -570,8 +601,9 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     const { priority } = taken
     const handOn =
       priority === undefined ? () => this.queue.wake(key) : () => this.#freeSlot(key, priority)
-    if (isPromiseLike(released)) Promise.resolve(released).then(handOn, handOn)
-    else handOn()
+    if (isPromiseLike(released)) return Promise.resolve(released).then(handOn, handOn)
+    handOn()
+    return undefined
   }
 
   #publish(
@@ -599,11 +631,27 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   }
 }
 
-class BulkheadOutcome<Req, Res> implements Outcome {
+/**
+ * One request's pass through the bulkhead, and, once admitted, its slot: what the handler
+ * is given as `BulkheadInfo`, and what holds the slot until both the work and the
+ * response are over (or `holdTimeout` passes).
+ */
+class BulkheadOutcome<Req, Res> implements Outcome, BulkheadInfo, Held {
   readonly action: 'pass' | 'refuse'
   readonly status: number
   readonly holds: boolean
+  readonly info: BulkheadInfo | undefined
+  deadline = 0
+  previous: Held | undefined
+  next: Held | undefined
   #held: Taken | undefined
+  #response: FollowedResponse | undefined
+  /** Undefined until the response is over; then whether it never finished. */
+  #gone: boolean | undefined
+  #workOver = false
+  /** Why the work is no longer wanted, once it is not; the signal is made on first use. */
+  #stop: unknown
+  #controller: AbortController | undefined
 
   constructor(
     private readonly engine: BulkheadEngine<Req, Res>,
@@ -617,18 +665,88 @@ class BulkheadOutcome<Req, Res> implements Outcome {
     this.action = decision.allowed ? 'pass' : 'refuse'
     this.status = engine.statusCode
     this.holds = held !== undefined
+    this.info = held === undefined ? undefined : this
     this.#held = held
+    if (held !== undefined) engine.hold(this, true)
+  }
+
+  get exposes(): 'bulkhead' {
+    return 'bulkhead'
+  }
+
+  get onLimited(): ((...args: never[]) => unknown) | undefined {
+    return this.engine.onLimited
+  }
+
+  get key(): string {
+    return this.decision.key
+  }
+
+  get policy(): string {
+    return this.decision.policy
+  }
+
+  get limit(): number {
+    return this.decision.limit
+  }
+
+  get remaining(): number {
+    return this.decision.remaining
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.#stop !== undefined) this.#controller.abort(this.#stop)
+    }
+    return this.#controller.signal
   }
 
   refusal(): MaybePromise<Refusal> {
     return this.engine.refusalOf(this.req, this.res, this.decision)
   }
 
-  done(gone = false): void {
+  follow(response: FollowedResponse): void {
+    this.#response = response
+  }
+
+  done(gone: boolean): void {
+    if (this.#gone !== undefined) return
+    this.#gone = gone
+    if (gone) this.#abort(clientGone())
+    if (this.#workOver) this.#release(gone)
+  }
+
+  workDone(failed: boolean): void {
+    if (this.#workOver) return
+    this.#workOver = true
+    // A failed handler's answer is the error handler's: nothing it does needs the slot.
+    if (this.#gone !== undefined) this.#release(this.#gone)
+    else if (failed) this.#release(false)
+  }
+
+  /** `holdTimeout` passed: the work is cut short, its response destroyed, its slot freed. */
+  expire(): void {
+    this.#abort(
+      new DOMException('sluice: the bulkhead slot was held past holdTimeout', 'TimeoutError'),
+    )
+    this.#response?.destroy()
+    this.#release(true)
+  }
+
+  #abort(reason: unknown): void {
+    if (this.#stop !== undefined) return
+    this.#stop = reason
+    this.#controller?.abort(reason)
+  }
+
+  #release(gone: boolean): void {
     const held = this.#held
     if (held === undefined) return
     this.#held = undefined
-    this.engine.release(this.decision.key, held, this.since, this.res, gone)
+    this.engine.hold(this, false)
+    const releasing = this.engine.release(this.decision.key, held, this.since, this.res, gone)
+    if (releasing !== undefined) this.#response?.waitUntil?.(releasing)
   }
 }
 

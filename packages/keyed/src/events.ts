@@ -37,6 +37,11 @@ export interface RateLimitEvent {
     readonly allowed: boolean
     readonly remaining: number
   }[]
+  /**
+   * Dry run only: why no decision could be made (a throwing `key`, a failing store). The
+   * request passed undecided; `key` and `policy` are empty, the numbers 0.
+   */
+  readonly error?: unknown
 }
 
 /** Published on `sluice:bulkhead` as things happen to one request's slot, in order. */
