@@ -1,4 +1,4 @@
-import type { PolicyResult } from '@sluice/keyed/store'
+import type { Cost, PolicyResult } from '@sluice/keyed/store'
 
 /**
  * What a handler sees of a rate-limit decision (`req.rateLimit`, `ctx.state.rateLimit`,
@@ -76,8 +76,10 @@ export interface BulkheadInfo {
 export interface Decision extends RateLimitInfo {
   /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
   readonly retryAfterMs: number
-  /** Permits this request took (or asked for). */
+  /** Permits this request took (or asked for): with a cost per policy, their sum. */
   readonly cost: number
+  /** What each policy was charged: one number for all, or one per policy. */
+  readonly charged: Cost
   /** One entry per policy, in the order configured. */
   readonly results: readonly PolicyResult[]
   /** A bulkhead with priorities: the request's partition (its priority), which refused it if it was refused. */
