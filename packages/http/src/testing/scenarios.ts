@@ -1326,7 +1326,7 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
             { method: 'get', path: '/ask', use: [limited], handler: { kind: 'json' } },
           ],
         })
-        const policies = (server.middleware?.(limited) as { policies: Policy[] }).policies
+        const { policies } = server.middleware!(limited) as { policies: Policy[] }
         const streaming = start(server, '/chat')
         await streaming.firstByte
         await until(() => body.arrived === 1, 'the first chunk is out')
@@ -1366,7 +1366,7 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
             },
           ],
         })
-        const policies = (server.middleware?.(limited) as { policies: Policy[] }).policies
+        const { policies } = server.middleware!(limited) as { policies: Policy[] }
         const first = start(server, '/short')
         await first.firstByte
         short.open()
