@@ -1,6 +1,5 @@
 import { type Clock, type Duration, RateLimitError } from '@sluice/core'
 import {
-  describe,
   readClock,
   readDuration,
   readOptions,
