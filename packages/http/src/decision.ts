@@ -86,24 +86,5 @@ export interface Decision extends RateLimitInfo {
   readonly partition?: string
 }
 
-/**
- * Picks the result a single-valued header and `req.rateLimit` should show: when rejected,
- * the rejecting policy with the longest wait; when admitted, the one with the fewest
- * permits left. Ties go to the earlier policy.
- */
-export function primaryIndex(results: readonly PolicyResult[], allowed: boolean): number {
-  let best = 0
-  for (let i = 1; i < results.length; i++) {
-    const candidate = results[i]!
-    const current = results[best]!
-    if (allowed) {
-      if (candidate.remaining < current.remaining) best = i
-    } else if (
-      !candidate.allowed &&
-      (current.allowed || candidate.retryAfterMs > current.retryAfterMs)
-    ) {
-      best = i
-    }
-  }
-  return best
-}
+/** The result a single-valued header and `req.rateLimit` show: defined once, in keyed. */
+export { primaryIndex } from '@sluice/keyed/store'

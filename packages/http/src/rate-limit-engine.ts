@@ -15,6 +15,7 @@ import {
   emitWarning,
   isPromiseLike,
   type KeyedCost,
+  longestWait,
   lookupKey,
   type MaybePromise,
   POLICY_OPTIONS,
@@ -386,16 +387,20 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
 
   /** A cost as the store takes it, for this request's policies. */
   #checkCost(cost: unknown, policies: readonly Policy[]): Cost {
-    if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost
+    return this.#readCost('cost', cost, policies, 1)
+  }
+
+  /**
+   * What a `cost` or `settle` function returned, as the store takes it: an integer of at
+   * least `least` for every policy, or `{ [policyName]: n }`.
+   */
+  #readCost(option: string, cost: unknown, policies: readonly Policy[], least: 0 | 1): Cost {
+    if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= least) return cost
     if (typeof cost === 'object' && cost !== null && !Array.isArray(cost)) {
-      return storeCost(`${this.factory}: "cost"`, policies, cost)
+      return storeCost(`${this.factory}: "${option}"`, policies, cost)
     }
-    throw typeError(
-      this.factory,
-      'cost',
-      'must return a positive integer or { [policyName]: number }',
-      cost,
-    )
+    const rule = least === 1 ? 'a positive integer' : 'a non-negative integer'
+    throw typeError(this.factory, option, `must return ${rule} or { [policyName]: number }`, cost)
   }
 
   #take(
@@ -458,7 +463,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         if (this.queue.isHead(me)) {
           taken ??= await this.store.take(key, policies, cost)
           if (taken.allowed) return taken
-          const retryAfterMs = longestWait(taken)
+          const retryAfterMs = longestWait(taken.results)
           if (!(this.clock.now() + retryAfterMs <= deadline)) return taken
           // A refusal always names a wait; should a store say 0, pause a tick rather than spin.
           await this.queue.sleep(me, retryAfterMs > 0 ? retryAfterMs : 1, signal)
@@ -544,7 +549,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       )
     const policies = decided.results.map((r) => r.policy)
     const apply = (actual: unknown): MaybePromise<unknown> => {
-      const real = this.#checkSettle(actual, policies)
+      const real = this.#readCost('settle', actual, policies, 0)
       const estimate = decided.charged
       const back = policies.map((_, i) => Math.max(0, costAt(estimate, i) - costAt(real, i)))
       const more = policies.map((_, i) => Math.max(0, costAt(real, i) - costAt(estimate, i)))
@@ -564,19 +569,6 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       report(error)
     }
     return undefined
-  }
-
-  #checkSettle(actual: unknown, policies: readonly Policy[]): Cost {
-    if (typeof actual === 'number' && Number.isSafeInteger(actual) && actual >= 0) return actual
-    if (typeof actual === 'object' && actual !== null && !Array.isArray(actual)) {
-      return storeCost(`${this.factory}: "settle"`, policies, actual)
-    }
-    throw typeError(
-      this.factory,
-      'settle',
-      'must return a non-negative integer or { [policyName]: number }',
-      actual,
-    )
   }
 
   /**
@@ -692,13 +684,6 @@ class RateLimitOutcome<Req, Res> implements Outcome {
   workDone(): void {}
 }
 
-/** The longest wait among the refusing policies: when all of them would admit. */
-function longestWait(taken: TakeResult): number {
-  let wait = 0
-  for (const r of taken.results) if (!r.allowed && r.retryAfterMs > wait) wait = r.retryAfterMs
-  return wait
-}
-
 /**
  * Builds the decision from a store answer: the numbers of the policy to show (the
  * refusing one with the longest wait, or the one with the fewest permits left).
@@ -714,7 +699,7 @@ export function decision(taken: TakeResult, key: string, cost: Cost, enforced = 
     resetMs: shown.resetMs,
     key,
     policy: shown.policy.name,
-    retryAfterMs: allowed ? 0 : longestWait(taken),
+    retryAfterMs: allowed ? 0 : longestWait(taken.results),
     cost: typeof cost === 'number' ? cost : cost.reduce((sum, c) => sum + c, 0),
     charged: cost,
     results,
