@@ -164,7 +164,13 @@ export class GcraKernel implements RateKernel {
     // floor((us·limit + ticks) / window), reduced by the gcd: with ticks = q·gcd + r
     // (r < gcd), the r ticks never reach a whole permit on their own.
     const gcd = this.#gcd
-    const whole = Math.floor(ticks / gcd)
+    const whole = gcd === 1 ? ticks : Math.floor(ticks / gcd)
+    const numerator = us * this.#l + whole
+    if (numerator <= Number.MAX_SAFE_INTEGER) {
+      const free = Math.floor(numerator / this.#w)
+      PAIR[1] = (numerator - free * this.#w) * gcd + (ticks - whole * gcd)
+      return free
+    }
     mulAddDivMod(us, this.#l, whole, this.#w)
     PAIR[1] = PAIR[1]! * gcd + (ticks - whole * gcd)
     return PAIR[0]!
