@@ -19,7 +19,14 @@ import { describe, suggest, typeError } from './validation'
  */
 export type Carry = 'proportional' | 'as-is' | 'reset' | 'additive'
 
-/** Every {@link Carry} mode, in the order messages list them. */
+/**
+ * Every {@link Carry} mode, in the order messages list them.
+ *
+ * @example
+ * ```ts
+ * CARRY_MODES.includes(config.carry) // validate a mode read from a config file
+ * ```
+ */
 export const CARRY_MODES: readonly Carry[] = ['proportional', 'as-is', 'reset', 'additive']
 
 /** The second argument of `reconfigure`. */
@@ -57,13 +64,27 @@ export function readCarry(method: string, options: unknown): Carry {
   throw typeError(method, 'carry', `must be one of ${list}${hint}`, carry)
 }
 
-/** `floor(a / b)` for BigInts of any sign, `b > 0` (BigInt division truncates toward zero). */
+/**
+ * `floor(a / b)` for BigInts of any sign, `b > 0` (BigInt division truncates toward zero).
+ *
+ * @example
+ * ```ts
+ * floorDiv(-7n, 2n) // -4n
+ * ```
+ */
 export function floorDiv(a: bigint, b: bigint): bigint {
   const q = a / b
   return a % b < 0n ? q - 1n : q
 }
 
-/** `ceil(a / b)` for BigInts of any sign, `b > 0`. */
+/**
+ * `ceil(a / b)` for BigInts of any sign, `b > 0`.
+ *
+ * @example
+ * ```ts
+ * ceilDiv(7n, 2n) // 4n
+ * ```
+ */
 export function ceilDiv(a: bigint, b: bigint): bigint {
   return -floorDiv(-a, b)
 }

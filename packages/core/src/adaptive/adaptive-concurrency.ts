@@ -1,3 +1,4 @@
+import { type ReconfigureOptions, readCarry } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
 import type {
@@ -5,7 +6,9 @@ import type {
   CommonOptions,
   ConcurrencyLimiter,
   Duration,
+  LimiterSpec,
   Permit,
+  ReconfigureSpec,
   WaitOptions,
 } from '../types'
 import {
@@ -39,6 +42,8 @@ export type LimitChangeReason =
   | 'probe'
   /** The probe ended: the limit is back to the algorithm's estimate. */
   | 'probed'
+  /** `reconfigure` moved the bounds (or, with `carry: 'reset'`, started over with a probe). */
+  | 'reconfigure'
 
 /** What `onLimitChange` receives each time the limit moves. */
 export interface LimitChange {
@@ -135,6 +140,21 @@ export interface AdaptiveConcurrencyLimiter extends ConcurrencyLimiter {
    * stops it. A function subscribed twice is called once.
    */
   subscribe(listener: (change: LimitChange) => void): () => void
+  /**
+   * Changes the options while the limiter runs: a whole set of them (left out: defaults),
+   * of the same `algorithm` (left out: the limiter's own); `name`, `clock`,
+   * `onLimitChange` and `random` may be given only as they are. What it learned carries
+   * over in every mode but `carry: 'reset'`: the latency estimate, clamped to the new
+   * [`min`, `max`], and the no-load latency (a limit measures the downstream, not a share
+   * of a budget, so there is nothing to scale). `'reset'` starts over as a new limiter
+   * does, with a probe. Permits in flight are never revoked; queued waiters keep their order.
+   */
+  reconfigure(
+    options:
+      | AdaptiveConcurrencyOptions
+      | ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>>,
+    reconfigure?: ReconfigureOptions,
+  ): void
   tryEnter(permits?: number): AdaptivePermit | undefined
   enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit>
 }
@@ -194,10 +214,7 @@ class SampledPermit implements AdaptivePermit {
 class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
   readonly name: string
   readonly algorithm: AdaptiveAlgorithm
-  readonly minLimit: number
-  readonly maxLimit: number
-  readonly maxQueue: number
-  readonly #settings: Settings
+  #settings: Settings
   readonly #queue: WaitQueue
   readonly #listeners = new Set<(change: LimitChange) => void>()
   #held = 0
@@ -222,9 +239,6 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     this.#settings = settings
     this.name = settings.name
     this.algorithm = settings.algorithm
-    this.minLimit = settings.min
-    this.maxLimit = settings.max
-    this.maxQueue = settings.maxQueue
     this.#estimate = settings.initial
     // Like Envoy, start by measuring: no algorithm can judge latency before it knows the no-load one.
     this.#limit = settings.probeLimit
@@ -232,8 +246,73 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     this.#queue = new WaitQueue(this, settings.clock)
   }
 
+  get minLimit(): number {
+    return this.#settings.min
+  }
+
+  get maxLimit(): number {
+    return this.#settings.max
+  }
+
+  get maxQueue(): number {
+    return this.#settings.maxQueue
+  }
+
   get limit(): number {
     return this.#limit
+  }
+
+  reconfigure(
+    options:
+      | AdaptiveConcurrencyOptions
+      | ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>>,
+    reconfigure?: ReconfigureOptions,
+  ): void {
+    const method = 'adaptiveConcurrency.reconfigure'
+    const given = readOptions(method, options as AdaptiveConcurrencyOptions, [
+      ...COMMON_OPTIONS,
+      ...Object.values(ALGORITHMS).flatMap((a) => a.knobs),
+    ]) as AdaptiveConcurrencyOptions & Readonly<Record<string, unknown>>
+    const current = this.#settings
+    if (given.algorithm !== undefined && given.algorithm !== this.algorithm) {
+      throw new TypeError(
+        `${method}: "algorithm" must be '${this.algorithm}', got ${describe(given.algorithm)} (a limiter keeps its algorithm: build a new one to change it)`,
+      )
+    }
+    const own = {
+      name: current.name,
+      clock: current.clock,
+      onLimitChange: current.onLimitChange,
+      random: current.random,
+    }
+    for (const [option, value] of Object.entries(own)) {
+      if (given[option] !== undefined && given[option] !== value) {
+        throw new TypeError(`${method}: "${option}" cannot change; pass the limiter's own or none`)
+      }
+    }
+    const settings = readSettings(method, {
+      ...given,
+      algorithm: this.algorithm,
+      ...own,
+    } as AdaptiveConcurrencyOptions)
+    const carry = readCarry(method, reconfigure)
+    this.#settings = settings
+    if (carry === 'reset') {
+      this.#estimate = settings.initial
+      this.#noLoadRtt = undefined
+      this.#windowsAtMin = 0
+      this.#startProbe()
+    } else {
+      this.#estimate = Math.min(settings.max, Math.max(settings.min, this.#estimate))
+      if (this.#probe === 0) {
+        // A window under the old bounds says nothing about the new ones.
+        this.#startWindow(settings.clock.now())
+        this.#setLimit(Math.floor(this.#estimate), 'reconfigure')
+      } else {
+        this.#setLimit(settings.probeLimit, 'reconfigure')
+      }
+    }
+    this.#queue.refuseAbove(settings.max)
   }
 
   get max(): number {
@@ -521,7 +600,11 @@ const ALGORITHMS: Record<
 export function adaptiveConcurrency(
   options: AdaptiveConcurrencyOptions = {},
 ): AdaptiveConcurrencyLimiter {
-  const factory = 'adaptiveConcurrency'
+  return new AdaptiveLimiter(readSettings('adaptiveConcurrency', options))
+}
+
+/** Validates the options of `adaptiveConcurrency` (or its `reconfigure`, named by `factory`). */
+function readSettings(factory: string, options: AdaptiveConcurrencyOptions): Settings {
   readOptions(
     factory,
     options,
@@ -570,7 +653,7 @@ export function adaptiveConcurrency(
     options.probeConcurrency === undefined
       ? 3
       : readPositiveInteger(factory, 'probeConcurrency', options.probeConcurrency)
-  return new AdaptiveLimiter({
+  return {
     name: readName(factory, 'name', options.name, 'adaptive-concurrency'),
     algorithm,
     clock: readClock(factory, 'clock', options.clock),
@@ -606,5 +689,5 @@ export function adaptiveConcurrency(
         : readPositiveInteger(factory, 'probeSamples', options.probeSamples),
     onLimitChange: readFunction(factory, 'onLimitChange', options.onLimitChange),
     random: readFunction(factory, 'random', options.random) ?? Math.random,
-  })
+  }
 }

@@ -1,12 +1,16 @@
 import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
+import { readReconfigure } from '../reconfigure'
 import type {
   Clock,
   ConcurrencyLimiter,
   ConcurrencyOptions,
+  LimiterSpec,
   NormalizedSpec,
   Permit,
+  ReconfigureSpec,
   WaitOptions,
 } from '../types'
 import { readInteger, readPositiveInteger } from '../validation'
@@ -40,16 +44,36 @@ class HeldPermit implements Permit {
 
 class BulkheadLimiter implements ConcurrencyLimiter, Waitable {
   readonly name: string
-  readonly max: number
-  readonly maxQueue: number
+  #max: number
+  #maxQueue: number
   private held = 0
   private readonly queue: WaitQueue
+  readonly #clock: Clock
 
   constructor(name: string, clock: Clock, max: number, maxQueue: number) {
     this.name = name
-    this.max = max
-    this.maxQueue = maxQueue
+    this.#max = max
+    this.#maxQueue = maxQueue
+    this.#clock = clock
     this.queue = new WaitQueue(this, clock)
+  }
+
+  get max(): number {
+    return this.#max
+  }
+
+  get maxQueue(): number {
+    return this.#maxQueue
+  }
+
+  reconfigure(
+    spec: ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>>,
+    options?: ReconfigureOptions,
+  ): void {
+    const next = readReconfigure(concurrencyAlgorithm, this.name, this.#clock, spec, options)
+    this.#max = next.spec.max
+    this.#maxQueue = next.spec.maxQueue
+    this.queue.refuseAbove(this.#max)
   }
 
   get inFlight(): number {
@@ -69,7 +93,7 @@ class BulkheadLimiter implements ConcurrencyLimiter, Waitable {
   }
 
   take(permits: number): boolean {
-    if (this.held + permits > this.max) return false
+    if (this.held + permits > this.#max) return false
     this.held += permits
     return true
   }
@@ -80,7 +104,8 @@ class BulkheadLimiter implements ConcurrencyLimiter, Waitable {
   }
 
   availablePermits(): number {
-    return this.max - this.held
+    // Below zero once `max` was lowered under the permits still held.
+    return Math.max(0, this.#max - this.held)
   }
 
   release(permits = 1): void {
