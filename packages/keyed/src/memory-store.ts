@@ -477,7 +477,8 @@ function answer(
 ): TakeResult {
   if (into === undefined) return { allowed, results: results! }
   into.allowed = allowed
-  into.results.length = count
+  // Writing an array's length is slow even when it does not change: only when it does.
+  if (into.results.length !== count) into.results.length = count
   return into
 }
 
