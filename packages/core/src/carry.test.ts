@@ -5,19 +5,28 @@ import { CARRY_MODES, type Carry } from './carry'
 import type { RateKernel } from './kernel'
 import type { NormalizedRateSpec, RateLimiterSpec } from './types'
 
-/** A one-row kernel of `spec`, fresh at `now`. */
-function kernelOf(spec: RateLimiterSpec, now = 0): RateKernel {
-  const kernel = rateKernel(normalizeSpec(spec) as NormalizedRateSpec)
+/** A one-row kernel of `spec` (normalized or not), fresh at `now`. */
+function kernelOf(spec: RateLimiterSpec | NormalizedRateSpec, now = 0): RateKernel {
+  const kernel = rateKernel(normalizeSpec(spec as RateLimiterSpec) as NormalizedRateSpec)
   kernel.resize(1)
   kernel.clear(0, now)
   return kernel
 }
 
 /** A one-row kernel of `spec` holding `from`'s row carried over at `now`. */
-function carried(from: RateKernel, spec: RateLimiterSpec, now: number, carry: Carry): RateKernel {
+function into(
+  spec: RateLimiterSpec | NormalizedRateSpec,
+  now: number,
+  from: RateKernel,
+  carry: Carry,
+): RateKernel {
   const kernel = kernelOf(spec, now)
   kernel.carry(0, now, from, 0, carry)
   return kernel
+}
+
+function carried(from: RateKernel, spec: RateLimiterSpec, now: number, carry: Carry): RateKernel {
+  return into(spec, now, from, carry)
 }
 
 function rowOf(kernel: RateKernel): number[] {
@@ -162,9 +171,7 @@ const steps = fc.array(
 
 /** A kernel of `spec` with a history: returns it and the time (ms) after it. */
 function played(spec: NormalizedRateSpec, history: readonly Step[]): [RateKernel, number] {
-  const kernel = rateKernel(spec)
-  kernel.resize(1)
-  kernel.clear(0, 0)
+  const kernel = kernelOf(spec)
   let us = 0
   for (const step of history) {
     us += step.dt
@@ -189,6 +196,25 @@ function signature(kernel: RateKernel, now: number): number[] {
 
 const modes = fc.constantFrom<Carry>(...CARRY_MODES)
 
+/** Checks `check` on a history under one spec of `algorithm`, carried to another at its end. */
+function acrossSpecs(
+  algorithm: Algo,
+  check: (
+    from: NormalizedRateSpec,
+    to: NormalizedRateSpec,
+    kernel: RateKernel,
+    now: number,
+    carry: Carry,
+  ) => void,
+): void {
+  fc.assert(
+    fc.property(specOf(algorithm), specOf(algorithm), steps, modes, (from, to, history, carry) => {
+      const [kernel, now] = played(from, history)
+      check(from, to, kernel, now, carry)
+    }),
+  )
+}
+
 describe('carry, for every algorithm', () => {
   describe.each(ALGOS)('%s', (algorithm) => {
     it('changes no decision when the spec is unchanged (reset aside)', () => {
@@ -196,111 +222,80 @@ describe('carry, for every algorithm', () => {
         fc.property(specOf(algorithm), steps, modes, (spec, history, carry) => {
           fc.pre(carry !== 'reset')
           const [kernel, now] = played(spec, history)
-          const copy = rateKernel(spec)
-          copy.resize(1)
-          copy.carry(0, now, kernel, 0, carry)
+          const copy = into(spec, now, kernel, carry)
           expect(signature(copy, now)).toEqual(signature(kernel, now))
         }),
       )
     })
 
     it('is idempotent: carrying the result again under the same spec changes nothing', () => {
-      fc.assert(
-        fc.property(
-          specOf(algorithm),
-          specOf(algorithm),
-          steps,
-          modes,
-          (from, to, history, carry) => {
-            const [kernel, now] = played(from, history)
-            const once = rateKernel(to)
-            once.resize(1)
-            once.carry(0, now, kernel, 0, carry)
-            const twice = rateKernel(to)
-            twice.resize(1)
-            twice.carry(0, now, once, 0, carry)
-            expect(signature(twice, now)).toEqual(signature(once, now))
-          },
-        ),
-      )
+      acrossSpecs(algorithm, (_from, to, kernel, now, carry) => {
+        const once = into(to, now, kernel, carry)
+        const twice = into(to, now, once, carry)
+        expect(signature(twice, now)).toEqual(signature(once, now))
+      })
     })
 
-    it('is deterministic: the same old row, specs and time give the same new row', () => {
+    it('depends on nothing but the old row, the specs and the time (not what the row held)', () => {
       fc.assert(
         fc.property(
           specOf(algorithm),
           specOf(algorithm),
           steps,
+          steps,
           modes,
-          (from, to, history, carry) => {
+          (from, to, history, other, carry) => {
             const [a, now] = played(from, history)
             const [b] = played(from, history)
-            const left = rateKernel(to)
-            const right = rateKernel(to)
-            left.resize(1)
-            right.resize(3)
-            left.carry(0, now, a, 0, carry)
-            right.carry(0, now, b, 0, carry)
-            expect(rowOf(right)).toEqual(rowOf(left))
+            const clean = into(to, now, a, carry)
+            // Another process's kernel, whose row held another key's state.
+            const [dirty] = played(to, other)
+            dirty.carry(0, now, b, 0, carry)
+            expect(rowOf(dirty)).toEqual(rowOf(clean))
           },
         ),
       )
     })
 
     it('never leaves more available than the mode allows, nor more than the new capacity', () => {
-      fc.assert(
-        fc.property(
-          specOf(algorithm),
-          specOf(algorithm),
-          steps,
-          modes,
-          (from, to, history, carry) => {
-            const [kernel, now] = played(from, history)
-            const next = rateKernel(to)
-            next.resize(1)
-            next.carry(0, now, kernel, 0, carry)
-            const before = kernel.available(0, now)
-            const after = next.available(0, now)
-            const fresh = rateKernel(to)
-            fresh.resize(1)
-            fresh.clear(0, now)
-            expect(after).toBeLessThanOrEqual(next.capacity)
-            // A fresh (full) row stays fresh, a reset one is fresh; a warm-up row keeps its age.
-            if (carry === 'reset' || kernel.untilFresh(0, now) === 0) {
-              if (algorithm === 'warm-up') {
-                expect(rowOf(next)[2]).toBe(rowOf(kernel)[2])
-                expect(rowOf(next)[0]).toBe(Number.NEGATIVE_INFINITY)
-              } else {
-                expect(next.isFresh(0, now)).toBe(true)
-                expect(after).toBe(fresh.available(0, now))
-              }
-              return
-            }
-            const inDebt = !kernel.fits(0, now, 0)
-            const [oldCapacity, newCapacity] = [kernel.capacity, next.capacity]
-            if (inDebt) {
-              expect(after).toBe(0)
-            } else if (carry === 'as-is') {
-              expect(after).toBeLessThanOrEqual(Math.min(before, newCapacity))
-              if (algorithm !== 'warm-up') expect(after).toBe(Math.min(before, newCapacity))
-            } else if (carry === 'additive') {
-              if (algorithm !== 'warm-up') {
-                expect(after).toBe(Math.max(0, before + newCapacity - oldCapacity))
-              }
-            } else {
-              expect(after).toBeGreaterThanOrEqual(
-                Math.min(Math.floor((before * newCapacity) / oldCapacity), next.freshPermits),
-              )
-              expect(after).toBeLessThanOrEqual(
-                Math.floor(((before + 1) * newCapacity) / oldCapacity),
-              )
-              if (algorithm === 'sliding-window' || algorithm === 'fixed-window') {
-                expect(after).toBe(Math.floor((before * newCapacity) / oldCapacity))
-              }
-            }
-          },
-        ),
-      )
+      acrossSpecs(algorithm, (_from, to, kernel, now, carry) => {
+        const next = into(to, now, kernel, carry)
+        const before = kernel.available(0, now)
+        const after = next.available(0, now)
+        const fresh = kernelOf(to, now)
+        expect(after).toBeLessThanOrEqual(next.capacity)
+        // A fresh (full) row stays fresh, a reset one is fresh; a warm-up row keeps its age.
+        if (carry === 'reset' || kernel.untilFresh(0, now) === 0) {
+          if (algorithm === 'warm-up') {
+            expect(rowOf(next)[2]).toBe(rowOf(kernel)[2])
+            expect(rowOf(next)[0]).toBe(Number.NEGATIVE_INFINITY)
+          } else {
+            expect(next.isFresh(0, now)).toBe(true)
+            expect(after).toBe(fresh.available(0, now))
+          }
+          return
+        }
+        const inDebt = !kernel.fits(0, now, 0)
+        const [oldCapacity, newCapacity] = [kernel.capacity, next.capacity]
+        if (inDebt) {
+          expect(after).toBe(0)
+        } else if (carry === 'as-is') {
+          expect(after).toBeLessThanOrEqual(Math.min(before, newCapacity))
+          if (algorithm !== 'warm-up') expect(after).toBe(Math.min(before, newCapacity))
+        } else if (carry === 'additive') {
+          if (algorithm !== 'warm-up') {
+            expect(after).toBe(Math.max(0, before + newCapacity - oldCapacity))
+          }
+        } else {
+          expect(after).toBeGreaterThanOrEqual(
+            Math.min(Math.floor((before * newCapacity) / oldCapacity), next.freshPermits),
+          )
+          expect(after).toBeLessThanOrEqual(Math.floor(((before + 1) * newCapacity) / oldCapacity))
+          if (algorithm === 'sliding-window' || algorithm === 'fixed-window') {
+            expect(after).toBe(Math.floor((before * newCapacity) / oldCapacity))
+          }
+        }
+      })
     })
   })
 })
@@ -318,9 +313,7 @@ describe('carry keeps a debt owed', () => {
           ([from, to], history, carry) => {
             const [kernel, now] = played(from, history)
             fc.pre(!kernel.fits(0, now, 0))
-            const next = rateKernel(to)
-            next.resize(1)
-            next.carry(0, now, kernel, 0, carry)
+            const next = into(to, now, kernel, carry)
             const before = kernel.wait(0, now, 0)
             const after = next.wait(0, now, 0)
             // A cold warm-up bucket's budget is one (longer) interval: not comparable.
@@ -390,12 +383,7 @@ describe('carry under a rolling deploy (two specs flipping)', () => {
     plan: readonly { dt: number; flip: boolean; cost: number }[],
     carry: Carry,
   ): number[] {
-    const kernels = specs.map((spec) => {
-      const kernel = rateKernel(spec)
-      kernel.resize(1)
-      kernel.clear(0, 0)
-      return kernel
-    })
+    const kernels = specs.map((spec) => kernelOf(spec))
     let on = 0
     let us = 0
     const admitted: number[] = []

@@ -1,6 +1,7 @@
 import type { AlgorithmDefinition } from './algorithm'
 import { type Carry, readCarry } from './carry'
-import type { Clock, NormalizedSpec } from './types'
+import type { RateKernel } from './kernel'
+import type { Clock, NormalizedRateSpec, NormalizedSpec } from './types'
 import { describe, readOptions } from './validation'
 
 /** A validated `reconfigure` call: the new spec, normalized, and how the state carries over. */
@@ -53,4 +54,30 @@ export function readReconfigure<S extends NormalizedSpec>(
   }
   const normalized = definition.normalize(given, method)
   return { spec: normalized, carry: readCarry(method, options) }
+}
+
+/**
+ * A time-based limiter's `reconfigure`, up to swapping the kernel in: validates the call
+ * (as {@link readReconfigure}), makes the new spec's kernel and carries the limiter's one
+ * row over into it at the clock's time.
+ *
+ * @example
+ * ```ts
+ * const next = reconfigureKernel(this.#definition, this.name, this.#clock, this.#kernel, spec, options)
+ * this.#kernel = next.kernel
+ * ```
+ */
+export function reconfigureKernel<S extends NormalizedRateSpec, K extends RateKernel>(
+  definition: AlgorithmDefinition<S>,
+  name: string,
+  clock: Clock,
+  from: K,
+  spec: unknown,
+  options: unknown,
+): Reconfiguration<S> & { readonly kernel: K } {
+  const next = readReconfigure(definition, name, clock, spec, options)
+  const kernel = (definition.kernel as (spec: S) => K)(next.spec)
+  kernel.resize(1)
+  kernel.carry(0, clock.now(), from, 0, next.carry)
+  return { ...next, kernel }
 }

@@ -2,7 +2,7 @@ import type { AlgorithmDefinition } from './algorithm'
 import type { ReconfigureOptions } from './carry'
 import type { RateKernel } from './kernel'
 import { invalidPermits, isPermitCount } from './options'
-import { readReconfigure } from './reconfigure'
+import { reconfigureKernel } from './reconfigure'
 import type {
   Clock,
   NormalizedSpec,
@@ -54,12 +54,16 @@ export class WindowLimiter implements RateLimiter, Waitable {
 
   /** The queue is served again, in order, under the new limit. */
   reconfigure(spec: ReconfigureSpec<RateLimiterSpec>, options?: ReconfigureOptions): void {
-    const next = readReconfigure(this.#definition, this.name, this.#clock, spec, options)
-    const kernel = (this.#definition.kernel as (spec: WindowSpec) => RateKernel)(next.spec)
-    kernel.resize(1)
-    kernel.carry(0, this.#clock.now(), this.#kernel, 0, next.carry)
-    this.#kernel = kernel
-    this.#queue?.refuseAbove(kernel.capacity)
+    const next = reconfigureKernel(
+      this.#definition,
+      this.name,
+      this.#clock,
+      this.#kernel,
+      spec,
+      options,
+    )
+    this.#kernel = next.kernel
+    this.#queue?.refuseAbove(next.kernel.capacity)
   }
 
   get #waiting(): boolean {

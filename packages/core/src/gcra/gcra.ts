@@ -3,7 +3,7 @@ import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import { micros, mulDivMod, PAIR } from '../exact'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
-import { readReconfigure } from '../reconfigure'
+import { reconfigureKernel } from '../reconfigure'
 import type {
   Clock,
   NormalizedSpec,
@@ -98,11 +98,8 @@ export class GcraLimiter implements RateLimiter {
    * reset nothing, since the schedule it was part of is gone.
    */
   reconfigure(spec: ReconfigureSpec<RateLimiterSpec>, options?: ReconfigureOptions): void {
-    const next = readReconfigure(this.#definition, this.name, this.#clock, spec, options)
-    const kernel = (this.#definition.kernel as (spec: GcraSpec) => GcraKernel)(next.spec)
-    kernel.resize(1)
     const old = this.#kernel
-    kernel.carry(0, this.#clock.now(), old, 0, next.carry)
+    const next = reconfigureKernel(this.#definition, this.name, this.#clock, old, spec, options)
     for (const reservation of this.#reservations) {
       if (next.carry === 'reset') {
         reservation.us = 0
@@ -112,7 +109,7 @@ export class GcraLimiter implements RateLimiter {
         reservation.ticks = PAIR[0]!
       }
     }
-    this.#kernel = kernel
+    this.#kernel = next.kernel
   }
 
   tryAcquire(permits = 1): boolean {
