@@ -63,7 +63,7 @@ export interface RateLimiter extends Limiter {
   acquire(permits?: number, options?: WaitOptions): Promise<void>
   /**
    * Changes the spec while the limiter runs, carrying its state over as `carry` says
-   * (default `'proportional'`; see {@link Carry}). The spec is whole, of the same
+   * (default `'proportional'`; see `Carry`). The spec is whole, of the same
    * algorithm: options left out take their defaults. Waiters keep their places: a bucket's
    * reservations are served at their times, a window's queue is served in order under the
    * new limit (a waiter asking more than it can ever hold is rejected). Bad input throws
