@@ -10,6 +10,7 @@ import { durableObjectStore } from '@sluice/cloudflare'
 import type * as Validation from '@sluice/core/validation'
 import { denoKvStore } from '@sluice/deno-kv'
 import { bulkhead, rateLimit } from '@sluice/express'
+import { keyedLimiter } from '@sluice/keyed'
 import { redisStore } from '@sluice/redis'
 import { describe, expect, it, vi } from 'vitest'
 
@@ -48,6 +49,12 @@ const documented: Documented[] = [
     heading: '## `bulkhead(options)`',
     factory: 'bulkhead',
     build: () => bulkhead({}),
+  },
+  {
+    document: 'packages/keyed/README.md',
+    heading: '## `keyedLimiter(options)`',
+    factory: 'keyedLimiter',
+    build: () => keyedLimiter({}),
   },
   {
     document: 'packages/redis/README.md',

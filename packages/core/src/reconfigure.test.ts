@@ -298,6 +298,18 @@ describe('concurrency: max up or down', () => {
   })
 })
 
+describe('concurrency: priorities stay as built', () => {
+  it('keeps partitions when they are left out or given unchanged, and refuses a change', () => {
+    const bulkhead = concurrency({ max: 4, partitions: { critical: 0.5 } })
+    bulkhead.reconfigure({ max: 8 })
+    bulkhead.reconfigure({ max: 8, partitions: { critical: 0.5 } })
+    expect(() => bulkhead.reconfigure({ max: 2, partitions: { critical: 0.25 } })).toThrow(
+      /concurrency\.reconfigure: priorities \(partitions, queuePolicy, queueTarget, queueInterval\) cannot change/,
+    )
+    expect([bulkhead.max, bulkhead.tryAcquire(8), bulkhead.tryAcquire(1)]).toEqual([8, true, false])
+  })
+})
+
 describe('adaptive concurrency', () => {
   it('keeps what it learned within the new bounds; reset starts over with a probe', () => {
     const changes: string[] = []

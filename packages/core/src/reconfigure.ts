@@ -15,7 +15,8 @@ export interface Reconfiguration<S extends NormalizedSpec> {
  * call leaves the old spec working. The spec is whole (options left out take their
  * defaults, never the current values) and of the limiter's own algorithm; `algorithm` may
  * be left out, and `name` and `clock` may be given only as they are (a spec written for
- * `createLimiter` can be passed again). Messages name `${factory}.reconfigure`.
+ * `createLimiter` can be passed again); `extra` names options the caller reads itself.
+ * Messages name `${factory}.reconfigure`.
  *
  * @example
  * ```ts
@@ -28,6 +29,7 @@ export function readReconfigure<S extends NormalizedSpec>(
   clock: Clock,
   spec: unknown,
   options: unknown,
+  extra: readonly string[] = [],
 ): Reconfiguration<S> {
   const method = `${definition.factory}.reconfigure`
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
@@ -35,6 +37,7 @@ export function readReconfigure<S extends NormalizedSpec>(
   }
   const given = readOptions(method, spec, [
     ...definition.options,
+    ...extra,
     'algorithm',
     'name',
     'clock',

@@ -6,7 +6,9 @@ import { FALLBACK_KEY } from './keys'
 const CHECKED_REQUESTS = 1000
 
 const IPV6 = /^[0-9a-f]*:[0-9a-f:.]*$/i
-const WITH_PORT = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
+// An IPv4 address (IPv4-mapped IPv6 included, as Node reports IPv4 clients of a dual-stack
+// server) or a bracketed IPv6 address, then a port.
+const WITH_PORT = /^(?:(?:::ffff:)?\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
 
 /**
  * Turns what a key extractor returned into the key a store sees, once per request: empty

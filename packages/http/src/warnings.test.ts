@@ -129,9 +129,9 @@ describe('createdInsideRequest', () => {
 
 describe('durations in bare milliseconds', () => {
   const rateLimit = (options: RateLimitOptions) =>
-    warningsOf(() => new RateLimitEngine(options, {} as never, {} as never))
+    warningsOf(() => new RateLimitEngine({ options, request: {} as never, response: {} as never }))
   const bulkhead = (options: BulkheadOptions) =>
-    warningsOf(() => new BulkheadEngine(options, {} as never, {} as never))
+    warningsOf(() => new BulkheadEngine({ options, request: {} as never, response: {} as never }))
   const about = (code: string, text: string) => [[code, expect.stringContaining(text)]]
 
   it('rateLimit: "wait.timeout"', () => {
@@ -162,13 +162,18 @@ describe('durations in bare milliseconds', () => {
     )
   })
 
-  it('bulkhead: "queueTimeout" and "retryAfter"', () => {
+  it('bulkhead: "queueTimeout", "retryAfter" and "holdTimeout"', () => {
     expect(bulkhead({ maxQueue: 10, queueTimeout: 5 })).toEqual(
       about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "queueTimeout" is 5, which is 5 milliseconds`),
     )
     expect(bulkhead({ retryAfter: 30 })).toEqual(
       about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "retryAfter" is 30, which is 30 milliseconds`),
     )
-    expect(bulkhead({ maxQueue: 10, queueTimeout: '5s', retryAfter: 30_000 })).toEqual([])
+    expect(bulkhead({ holdTimeout: 60 })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "holdTimeout" is 60, which is 60 milliseconds`),
+    )
+    expect(
+      bulkhead({ maxQueue: 10, queueTimeout: '5s', retryAfter: 30_000, holdTimeout: false }),
+    ).toEqual([])
   })
 })

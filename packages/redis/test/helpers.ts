@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { LimiterSpec } from '@sluice/core'
 import type { BlockOptions, Policy, PolicyOptions } from '@sluice/http'
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, describe, expect, inject } from 'vitest'
 

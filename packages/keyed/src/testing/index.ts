@@ -1,6 +1,7 @@
 /**
  * The contract every store must pass (`runStoreContract`), so a store written anywhere
- * runs the same suite as sluice's own, and `warningsOf` to see the warnings a setup gives.
+ * runs the same suite as sluice's own, and `warningsOf`/`watchWarnings` to see the warnings
+ * a setup, or a request, gives.
  * `runStoreContract` uses vitest's `describe`/`it`/`expect`.
  *
  * @example
@@ -17,4 +18,4 @@ export {
   type StoreModelClock,
   type StoreModelOptions,
 } from './store-model'
-export { warningsOf } from './warnings'
+export { type WarningWatch, warningsOf, watchWarnings } from './warnings'
