@@ -67,7 +67,7 @@ describe('keyedLimiter: consume', () => {
     expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 88_800, 9_998_800])
     expect(() => limiter.consume('org', { token: 1 })).toThrow(
       new TypeError(
-        'keyedLimiter.consume: "cost" names no policy of this limiter: "token" (policies: "requests", "tokens", "monthly")',
+        'keyedLimiter.consume: "cost" names no policy: "token" (policies: "requests", "tokens", "monthly")',
       ),
     )
   })

@@ -1,13 +1,12 @@
 import { type Clock, type Duration, RateLimitError } from '@sluice/core'
 import {
-  describe,
   readClock,
   readDuration,
   readOptions,
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
-import { checkCost } from './call-checks'
+import { type KeyedCost, storeCost } from './call-checks'
 import { rateLimitChannel } from './events'
 import { storedKey } from './key'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
@@ -25,12 +24,7 @@ import { readStore } from './read-store'
 import type { Cost, Lease, Policy, PolicyResult, Store, TakeResult } from './store'
 import { createdInsideRequest, emitWarning, warnIfBareMilliseconds } from './warnings'
 
-/**
- * What a keyed call is charged: one number for every policy, or `{ [policyName]: n }`
- * charging each named policy its own amount (a policy not named is charged 0), e.g.
- * `{ requests: 1, tokens: 1200 }`.
- */
-export type KeyedCost = number | Readonly<Record<string, number>>
+export type { KeyedCost }
 
 /** Options of {@link keyedLimiter}: one policy at the top level, or several in `policies`. */
 export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOptions {
@@ -192,7 +186,6 @@ class Keyed implements KeyedLimiter<Store> {
   readonly name: string
   readonly policies: readonly Policy[]
   readonly store: Store
-  readonly #names: ReadonlyMap<string, number>
   readonly #ttlMs: number
   /** The clock the reservations' time to live runs on, when one was given. */
   readonly #clock: Clock | undefined
@@ -246,7 +239,6 @@ class Keyed implements KeyedLimiter<Store> {
     warnIfBareMilliseconds(FACTORY, 'reservationTtl', given.reservationTtl)
     this.#clock = given.clock
     this.name = this.policies[0]!.name
-    this.#names = new Map(this.policies.map((policy, i) => [policy.name, i]))
     claimPolicies(this.store, this.policies, FACTORY)
     if (createdInsideRequest()) {
       emitWarning(
@@ -266,31 +258,7 @@ class Keyed implements KeyedLimiter<Store> {
 
   /** A keyed cost as the store takes it: a number, or one number per policy. */
   #cost(method: string, cost: KeyedCost | undefined, fallback: number): Cost {
-    if (cost === undefined) return fallback
-    if (typeof cost === 'number') {
-      checkCost(`${FACTORY}.${method}`, cost, this.policies.length)
-      return cost
-    }
-    if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
-      throw typeError(
-        `${FACTORY}.${method}`,
-        'cost',
-        'must be a positive integer or { [policyName]: number }',
-        cost,
-      )
-    }
-    const costs = new Array<number>(this.policies.length).fill(0)
-    for (const [name, value] of Object.entries(cost)) {
-      const index = this.#names.get(name)
-      if (index === undefined) {
-        throw new TypeError(
-          `${FACTORY}.${method}: "cost" names no policy of this limiter: ${describe(name)} (policies: ${[...this.#names.keys()].map((n) => `"${n}"`).join(', ')})`,
-        )
-      }
-      costs[index] = value
-    }
-    checkCost(`${FACTORY}.${method}`, costs, this.policies.length)
-    return costs
+    return cost === undefined ? fallback : storeCost(`${FACTORY}.${method}`, this.policies, cost)
   }
 
   consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
