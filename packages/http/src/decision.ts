@@ -30,6 +30,11 @@ export interface RateLimitInfo {
   readonly key: string
   /** The name of the policy shown. */
   readonly policy: string
+  /**
+   * 0 when allowed; otherwise milliseconds until the request could pass (the exact wait
+   * `Retry-After` rounds up; `Infinity`: never, its cost exceeds what the policy holds).
+   */
+  readonly retryAfterMs: number
 }
 
 /**
@@ -74,8 +79,6 @@ export interface BulkheadInfo {
  * ```
  */
 export interface Decision extends RateLimitInfo {
-  /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
-  readonly retryAfterMs: number
   /** Permits this request took (or asked for): with a cost per policy, their sum. */
   readonly cost: number
   /** What each policy was charged: one number for all, or one per policy. */
