@@ -183,6 +183,7 @@ const core: Subject[] = [
       'leaseTtl',
       'probeInterval',
       'local',
+      'clock',
     ],
     ranged: {
       timeout: 'positiveDuration',

@@ -1,5 +1,7 @@
+import { ManualClock } from '@sluice/core'
 import type { Policy, TakeResult } from '@sluice/http'
 import { runStoreContract } from '@sluice/http/testing'
+import { runStoreModel } from '@sluice/keyed/testing'
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashSlot } from '../src/cluster'
@@ -112,6 +114,30 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
         onError: 'deny',
         onFailure: (error) => failures.push(error),
       }),
+    )
+  })
+
+  describe('the model-based test', () => {
+    const failures: RedisStoreError[] = []
+    const clock = new ManualClock(123_456.789)
+    afterEach(() => {
+      expect(failures).toEqual([])
+    })
+    runStoreModel(
+      'redisStore on a Redis Cluster',
+      () =>
+        redisStore({
+          client,
+          prefix: uniquePrefix(),
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+          clock,
+        }),
+      {
+        clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) },
+        leaseTtlMs: 60_000,
+        runs: 60,
+      },
     )
   })
 
