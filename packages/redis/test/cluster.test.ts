@@ -6,8 +6,10 @@ import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashSlot } from '../src/cluster'
 import { type RedisStore, type RedisStoreError, redisStore, stateKey } from '../src/index'
+import { GENERAL } from '../src/scripts'
 import { DAY, describeRedis, HOUR, policy, sleep, uniquePrefix } from './helpers'
 import { type ClusterNode, startCluster, type TestCluster } from './redis-cluster'
+import { replyDroppingProxy } from './reply-dropping-proxy'
 
 // A real Redis Cluster: 3 masters, 3 replicas, cluster-node-timeout 500 ms, started from
 // redis-server for this file. The tests run in order: the contract and the key layout
@@ -189,6 +191,41 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
       await store.resetAll()
       for (const key of keys) expect((await store.get(key, [daily]))[0]!.remaining).toBe(2)
       expect((await other.get(keys[0]!, [daily]))[0]!.remaining).toBe(1)
+    })
+  })
+
+  describe('a take whose reply is lost (issue 24 item 2)', () => {
+    it('is admitted when the Cluster client sends it again, and holds one slot', async () => {
+      const prefix = uniquePrefix()
+      const key = 'lost'
+      const slotPolicy = policy.concurrency('slot', 1)
+      const master = await cluster.masterOf(stateKey(prefix, key, slotPolicy))
+      const proxy = await replyDroppingProxy(master.port)
+      try {
+        // The client reaches that master through the proxy (as it announces itself).
+        const own = await cluster.client({
+          natMap: { [`127.0.0.1:${master.port}`]: { host: '127.0.0.1', port: proxy.port } },
+        })
+        const failures: RedisStoreError[] = []
+        const store = redisStore({
+          client: own,
+          prefix,
+          timeout: 5_000,
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+        })
+        await cluster.connect(master).script('LOAD', GENERAL.source)
+        const lost = proxy.dropReplyTo(GENERAL.sha)
+        const taken = await store.take(key, [slotPolicy, daily], 1)
+        await lost
+        expect(taken.allowed).toBe(true)
+        expect((await store.get(key, [slotPolicy, daily])).map((r) => r.remaining)).toEqual([0, 1])
+        await store.release(key, slotPolicy, taken.results[0]!.lease!)
+        expect((await store.take(key, [slotPolicy], 1)).allowed).toBe(true)
+        expect(failures).toEqual([])
+      } finally {
+        await proxy.close()
+      }
     })
   })
 

@@ -85,16 +85,31 @@ end
 
 local taken = false
 if op == 'take' then
+  -- A take the client sent again after its reply was lost (it reconnected) finds its own
+  -- lease: it was admitted, and is admitted again, taking nothing more.
+  local replay = false
+  if lease ~= '' then
+    for _, s in ipairs(states) do
+      if s.kind == 'c' and s.cost > 0 then
+        local score = redis.call('ZSCORE', s.key, s.member)
+        if score and tonumber(score) > NOW_MS then replay = true end
+      end
+    end
+  end
   taken = true
   for _, s in ipairs(states) do
-    if s.kind == 'c' then
+    if replay then
+      s.admits = true
+    elseif s.kind == 'c' then
       s.admits = s.held + s.cost <= s.max
     else
       s.admits = s.blocked == 0 and s.alg.fits(s, s.cost)
     end
     if not s.admits then taken = false end
   end
-  if taken then
+  if replay then
+    -- Nothing to write.
+  elseif taken then
     for _, s in ipairs(states) do
       if s.cost > 0 then
         if s.kind == 'c' then
