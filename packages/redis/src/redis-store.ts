@@ -212,7 +212,7 @@ class RedisBackedStore implements RedisStore {
       if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
         return this.#takeOne(key, plan, cost, true)
       }
-      this.#failed(error, redisKey, since)
+      this.#failed(error, redisKey, since, false)
       return this.#fallbackTake(key, [plan.policy], cost)
     }
     return { allowed: result.allowed, results: [result] }
@@ -262,7 +262,7 @@ class RedisBackedStore implements RedisStore {
       if (!retried && isWrongType(error) && (await this.#clear(keys))) {
         return this.#takeMany(key, plans, costs, cost, true)
       }
-      this.#failed(error, keys[0]!, since)
+      this.#failed(error, keys[0]!, since, keys.length > 1)
       return this.#fallbackTake(key, policiesOf(plans), cost)
     }
     this.#redisClock.sample(reply.now, sentAt, performance.now())
@@ -361,7 +361,7 @@ class RedisBackedStore implements RedisStore {
       // the slot until the lease expires.
       this.#releases.add(redisKey, member)
       this.#scheduleFlush()
-      this.#failed(error, redisKey, since)
+      this.#failed(error, redisKey, since, false)
     }
   }
 
@@ -395,7 +395,7 @@ class RedisBackedStore implements RedisStore {
       const args = generalArgs(call, keys, plans, costsOf(cost, plans.length))
       return await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
     } catch (error) {
-      this.#failed(error, keys[0]!, since)
+      this.#failed(error, keys[0]!, since, keys.length > 1)
       throw error
     }
   }
@@ -409,7 +409,7 @@ class RedisBackedStore implements RedisStore {
     try {
       await this.#runner.call(['DEL', ...keys], keys[0])
     } catch (error) {
-      this.#failed(error, keys[0]!, since)
+      this.#failed(error, keys[0]!, since, keys.length > 1)
       throw toStoreError(error)
     }
   }
@@ -485,11 +485,19 @@ class RedisBackedStore implements RedisStore {
     return this.#health.isDown(this.#topology.shardOf(redisKey))
   }
 
-  /** A failed call on `redisKey` that started in episode `since`. */
-  #failed(error: unknown, redisKey: string, since: number): void {
+  /** A failed call on `redisKey` (and other keys when `multiKey`) that started in episode `since`. */
+  #failed(error: unknown, redisKey: string, since: number, multiKey: boolean): void {
     // TRYAGAIN is this call's keys in a slot being migrated, not an outage of the shard.
     if (isKeyLevel(error)) return
-    this.#health.fail(this.#topology.shardOf(redisKey), redisKey, toStoreError(error), since)
+    const shard = this.#topology.shardOf(redisKey)
+    const failure = toStoreError(error)
+    // A multi-key call may also time out while the Cluster client still retries its
+    // TRYAGAIN: the shard stays in use unless a probe fails too.
+    if (multiKey && failure.code === 'ERR_SLUICE_REDIS_TIMEOUT') {
+      this.#health.suspect(shard, redisKey, failure, since)
+    } else {
+      this.#health.fail(shard, redisKey, failure, since)
+    }
   }
 
   /** The time argument of a call: a test's clock, or '' for Redis's own. */

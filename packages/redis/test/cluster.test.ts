@@ -267,6 +267,55 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
       }
     })
 
+    // Issue 24 item 7: ioredis retries a TRYAGAIN until it gives up ("Too many Cluster
+    // redirections", whose last error may be a MOVED from the random node it tried) or
+    // until the store's own timeout: neither is an outage of the master.
+    it.each([
+      ['"Too many Cluster redirections"', { maxRedirections: 3, retryDelayOnTryAgain: 20 }, 5_000],
+      ["the store's own timeout", { maxRedirections: 16, retryDelayOnTryAgain: 100 }, 300],
+    ] as const)(
+      'a TRYAGAIN that reaches the store as %s leaves the master in use',
+      async (_, options, timeout) => {
+        const prefix = uniquePrefix()
+        const own = await cluster.client(options)
+        const failures: RedisStoreError[] = []
+        const store = redisStore({
+          client: own,
+          prefix,
+          timeout,
+          probeInterval: 100,
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+        })
+        const wide = policy.slidingWindow('wide', { limit: 100, window: HOUR })
+        const key = 'tryagain'
+        const source = await cluster.masterOf(stateKey(prefix, key, daily))
+        const target = cluster.nodes.slice(0, 3).find((node) => node.port !== source.port)!
+        const neighbour = await keyOn(source, prefix, 'neighbour')
+        expect((await store.take(key, [daily], 1)).allowed).toBe(true)
+        const slot = String(hashSlot(stateKey(prefix, key, daily)))
+        await cluster.connect(target).call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id)
+        await cluster.connect(source).call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id)
+        try {
+          // ioredis retries on a random node, so the last error it reports varies: a few tries.
+          for (let i = 0; i < 5; i++) {
+            expect((await store.take(key, [daily, wide], 1)).allowed).toBe(false)
+            // Not taken out of use, not even until a probe answers: the next request on
+            // that master is decided on Redis.
+            expect(store.status).toBe('up')
+            const next = await store.take(neighbour, [daily], 1)
+            expect(next.allowed).toBe(true)
+            await store.refund(neighbour, [daily], 1)
+          }
+          expect(failures).toEqual([])
+        } finally {
+          await cluster.connect(source).call('CLUSTER', 'SETSLOT', slot, 'STABLE')
+          await cluster.connect(target).call('CLUSTER', 'SETSLOT', slot, 'STABLE')
+          await cluster.settle()
+        }
+      },
+    )
+
     it('a master paused past timeout: its keys answered by onError, one failure, one recovery, a late take harmless', async () => {
       const prefix = uniquePrefix()
       const { store, failures, recoveries } = watchedStore(prefix)
