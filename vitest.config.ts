@@ -62,9 +62,15 @@ function tc39Decorators(): Plugin {
 // @opentelemetry/api's extensionless ESM.
 const conditions = ['@sluice/source', 'node', 'development|production']
 
+// graphql 16 ships a CommonJS build (`main`) and an ESM one (`module`). Node, and so every
+// package vitest leaves to Node (graphql-yoga), loads the CommonJS one; vite would pick the
+// ESM one for the files it transforms, and two copies of graphql refuse each other's
+// schemas and errors. Point vite at the one Node loads.
+const alias = [{ find: /^graphql$/, replacement: 'graphql/index.js' }]
+
 export default defineConfig({
   plugins: [tc39Decorators()],
-  resolve: { conditions },
+  resolve: { conditions, alias },
   ssr: { resolve: { conditions } },
   test: {
     projects,

@@ -13,14 +13,12 @@ import {
 import { memoryStore, type Policy, type RateAlgorithm, type TakeResult } from '@sluice/http'
 import {
   BulkheadEngine,
-  compilePolicy,
-  concurrencyPolicy,
   type Outcome,
   RateLimitEngine,
   type RequestAccessors,
   type ResponseAccessors,
-  rateLimitChannel,
 } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy, rateLimitChannel } from '@sluice/keyed/store'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
   type ClientRateLimitInfo as HonoClientInfo,
@@ -249,16 +247,16 @@ function engineContender(variant: 'real' | 'twin'): Contender {
     shapes: variant === 'real' ? ['hot', 'keyed', 'churn', 'insert'] : ['hot'],
     create(rate, options) {
       const clock = options.clock ?? systemClock
-      const engine = new RateLimitEngine<FakeRequest, FakeResponse>(
-        {
+      const engine = new RateLimitEngine<FakeRequest, FakeResponse>({
+        options: {
           limit: rate.limit,
           window: rate.windowMs,
           store: memoryStore({ maxKeys: options.maxKeys ?? options.keys, clock }),
           clock,
         },
-        fakeRequest,
-        fakeResponse,
-      )
+        request: fakeRequest,
+        response: fakeResponse,
+      })
       return {
         call: (ip) => engine.admit({ ip }, new FakeResponse()) as Outcome,
         admitted: passed,
@@ -328,14 +326,15 @@ const BULKHEAD_CONTENDERS: readonly Contender[] = [
     algorithm: 'concurrency',
     create(_rate, options) {
       const clock = options.clock ?? systemClock
-      const engine = new BulkheadEngine<FakeRequest, FakeResponse>(
-        { store: memoryStore({ maxKeys: options.keys, clock }), clock },
-        fakeRequest,
-        fakeResponse,
-      )
+      const engine = new BulkheadEngine<FakeRequest, FakeResponse>({
+        options: { store: memoryStore({ maxKeys: options.keys, clock }), clock },
+        request: fakeRequest,
+        response: fakeResponse,
+      })
       return {
         call(ip) {
           const outcome = engine.admit({ ip }, new FakeResponse()) as Outcome
+          outcome.workDone(false)
           outcome.done(false)
           return outcome.action === 'pass'
         },

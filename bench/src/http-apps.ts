@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { compilePolicy } from '@sluice/http/adapter'
+import { compilePolicy } from '@sluice/keyed/store'
 import { HOT_RATE } from './config'
 
 /** The frameworks of the HTTP overhead section. */

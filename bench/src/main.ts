@@ -18,6 +18,7 @@ import { runExactness } from './exactness'
 import type { HeapLine } from './heap'
 import { runHttp } from './http'
 import { describeMachine, measuredVersions, sluiceRevision } from './machine'
+import { runPriority } from './priority/run'
 import type { ProfileSummary } from './profile'
 import { runRedisBench } from './redis/run'
 import { renderReport } from './report'
@@ -45,6 +46,12 @@ async function main(): Promise<void> {
   if (runs('adaptive')) {
     log(`\n[${elapsed()}] Adaptive concurrency (simulated)`)
     adaptive = runAdaptive(log)
+  }
+
+  let priority: Awaited<ReturnType<typeof runPriority>> | undefined
+  if (runs('priority')) {
+    log(`\n[${elapsed()}] Priority load shedding (simulated)`)
+    priority = await runPriority(log)
   }
 
   const decision: ScenarioResult[] = []
@@ -101,6 +108,7 @@ async function main(): Promise<void> {
     decision,
     exactness,
     adaptive,
+    priority,
     http,
     targets,
     evidence: { cpu, heap },

@@ -8,6 +8,8 @@ import type { HeapLine } from './heap'
 import type { AppResult } from './http'
 import { PEER_MIDDLEWARE, SLUICE_ADAPTER } from './http-apps'
 import type { Machine } from './machine'
+import type { PriorityResults } from './priority/run'
+import { renderPrioritySection } from './priority/section'
 import type { ProfileComparison, ProfileSummary } from './profile'
 import { renderRedisSection } from './redis/report'
 import type { RedisBenchResult } from './redis/run'
@@ -26,6 +28,8 @@ export interface BenchReport {
   readonly decision: readonly ScenarioResult[]
   readonly exactness: readonly ExactnessResult[]
   readonly adaptive: AdaptiveResults | undefined
+  /** Priority load shedding (`bench/src/priority`); undefined when the section did not run. */
+  readonly priority?: PriorityResults | undefined
   readonly http: readonly AppResult[]
   readonly targets: readonly TargetRow[]
   readonly evidence: Evidences
@@ -377,6 +381,13 @@ export function renderReport(report: BenchReport): string {
     report.adaptive === undefined
       ? 'Not measured in this run.\n'
       : renderAdaptiveSection(report.adaptive),
+  )
+  out.push('## 6. Priority load shedding (issue 29)')
+  out.push('')
+  out.push(
+    report.priority === undefined
+      ? 'Not measured in this run.\n'
+      : renderPrioritySection(report.priority),
   )
   out.push(
     renderRedisSection(report.redis, {

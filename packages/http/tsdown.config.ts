@@ -5,6 +5,7 @@ export default defineConfig({
     index: 'src/index.ts',
     adapter: 'src/adapter.ts',
     node: 'src/node.ts',
+    fetch: 'src/fetch.ts',
     testing: 'src/testing/index.ts',
   },
   format: ['esm', 'cjs'],

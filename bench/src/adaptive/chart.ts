@@ -1,3 +1,4 @@
+import { type Axis, endLabel, escapeXml, polylines, rule, timeAxis } from '../svg'
 import type { AdaptiveResults } from './run'
 
 /** What the chart draws: the main scenario's runs. */
@@ -6,37 +7,9 @@ export type ChartInput = Pick<AdaptiveResults, 'scenario' | 'noLoadP99Ms' | 'sco
 const LEFT = 130
 const TOP = 34
 const X_STEP = 4
+const AXIS: Axis = { left: LEFT, step: X_STEP }
 const PLOT_H = 70
 const PANEL_H = 2 * PLOT_H + 52
-
-function escapeXml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-}
-
-/** Polylines through the finite points; a gap (no completions in a tick) breaks the line. */
-function lines(values: readonly number[], y: (v: number) => number, color: string): string[] {
-  const out: string[] = []
-  let points: string[] = []
-  const flush = () => {
-    if (points.length > 1) {
-      out.push(
-        `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points.join(' ')}"/>`,
-      )
-    }
-    points = []
-  }
-  values.forEach((value, tick) => {
-    if (Number.isFinite(value)) points.push(`${LEFT + tick * X_STEP},${y(value).toFixed(1)}`)
-    else flush()
-  })
-  flush()
-  return out
-}
-
-function rule(y: number, ticks: number, color: string, dashed: boolean): string {
-  const dash = dashed ? ' stroke-dasharray="4 3"' : ''
-  return `<line x1="${LEFT}" y1="${y.toFixed(1)}" x2="${LEFT + ticks * X_STEP}" y2="${y.toFixed(1)}" stroke="${color}"${dash}/>`
-}
 
 /**
  * The limit and the p99 latency of each adaptive algorithm over the simulated run, as
@@ -76,25 +49,20 @@ export function renderAdaptiveSvg(results: ChartInput, ids: readonly string[]): 
       `<text x="8" y="${limitBase - PLOT_H / 2 + 4}" fill="#0b7285">limit (0–${limitTop})</text>`,
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 4}" fill="#d9480f">p99 latency</text>`,
       `<text x="8" y="${latencyBase - PLOT_H / 2 + 18}" fill="#495057">(0–${latencyTop.toFixed(0)} ms)</text>`,
-      rule(limitY(scenario.workers), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(limitY(scenario.workers) + 4).toFixed(1)}" fill="#495057">C</text>`,
-      rule(latencyY(noLoadP99Ms), ticks, '#ced4da', false),
-      rule(latencyY(2 * noLoadP99Ms), ticks, '#868e96', true),
-      `<text x="${LEFT + ticks * X_STEP + 4}" y="${(latencyY(2 * noLoadP99Ms) + 4).toFixed(1)}" fill="#495057">2×</text>`,
-      ...lines(run.timeline.limit, limitY, '#1098ad'),
-      ...lines(run.timeline.p99Ms, latencyY, '#e8590c'),
-      rule(limitBase, ticks, '#868e96', false),
-      rule(latencyBase, ticks, '#868e96', false),
+      rule(AXIS, limitY(scenario.workers), ticks, '#868e96', true),
+      endLabel(AXIS, ticks, limitY(scenario.workers), 'C'),
+      rule(AXIS, latencyY(noLoadP99Ms), ticks, '#ced4da', false),
+      rule(AXIS, latencyY(2 * noLoadP99Ms), ticks, '#868e96', true),
+      endLabel(AXIS, ticks, latencyY(2 * noLoadP99Ms), '2×'),
+      ...polylines(AXIS, run.timeline.limit, limitY, '#1098ad'),
+      ...polylines(AXIS, run.timeline.p99Ms, latencyY, '#e8590c'),
+      rule(AXIS, limitBase, ticks, '#868e96', false),
+      rule(AXIS, latencyBase, ticks, '#868e96', false),
     )
     out.push('</g>')
   })
   const axisY = TOP + runs.length * PANEL_H - 8
-  const ticksPerTenSeconds = 10_000 / scenario.tickMs
-  for (let tick = 0; tick <= ticks; tick += ticksPerTenSeconds) {
-    out.push(
-      `<text x="${LEFT + tick * X_STEP}" y="${axisY + 14}" text-anchor="middle" fill="#495057">${(tick * scenario.tickMs) / 1000}s</text>`,
-    )
-  }
+  out.push(...timeAxis(AXIS, axisY, ticks, scenario.tickMs))
   out.push(
     `<text x="${width - 20}" y="${height - 6}" text-anchor="end" fill="#495057">${escapeXml(`dashed: C = ${scenario.workers} workers, and the target of 2× the no-load p99 (${noLoadP99Ms.toFixed(1)} ms, solid grey) · each limit starts at 3 while the first probe measures the no-load latency; a dip back to 3 is a re-measurement`)}</text>`,
     '</svg>',

@@ -1,5 +1,6 @@
 import { ManualClock } from '@sluice/core'
 import { percentile } from '../stats'
+import { TimeHeap } from '../time-heap'
 import { exponential, seededRandom } from './random'
 
 /**
@@ -51,60 +52,6 @@ export interface RunResult {
   readonly timeline: { readonly limit: number[]; readonly p99Ms: number[] }
 }
 
-/** A binary min-heap of completions, ordered by time. */
-class Completions<T> {
-  readonly #times: number[] = []
-  readonly #items: T[] = []
-
-  get size(): number {
-    return this.#times.length
-  }
-
-  peekTime(): number {
-    return this.#times[0] ?? Number.POSITIVE_INFINITY
-  }
-
-  push(time: number, item: T): void {
-    const times = this.#times
-    const items = this.#items
-    let i = times.length
-    times.push(time)
-    items.push(item)
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (times[parent]! <= time) break
-      times[i] = times[parent]!
-      items[i] = items[parent]!
-      i = parent
-    }
-    times[i] = time
-    items[i] = item
-  }
-
-  pop(): T {
-    const times = this.#times
-    const items = this.#items
-    const top = items[0]!
-    const lastTime = times.pop()!
-    const lastItem = items.pop()!
-    const n = times.length
-    if (n === 0) return top
-    let i = 0
-    for (;;) {
-      let child = 2 * i + 1
-      if (child >= n) break
-      if (child + 1 < n && times[child + 1]! < times[child]!) child++
-      if (times[child]! >= lastTime) break
-      times[i] = times[child]!
-      items[i] = items[child]!
-      i = child
-    }
-    times[i] = lastTime
-    items[i] = lastItem
-    return top
-  }
-}
-
 interface Request {
   readonly arrivedAt: number
   readonly serviceMs: number
@@ -140,7 +87,7 @@ export function simulate(scenario: Scenario, contender: Contender): RunResult {
   const arrivals = seededRandom(scenario.seed)
   const services = seededRandom(scenario.seed ^ 0x5bd1e995)
   const meanGapMs = 1 / (scenario.load * capacityPerMs(scenario))
-  const completions = new Completions<Request>()
+  const completions = new TimeHeap<Request>()
   const waiting: Request[] = []
   let waitingHead = 0
   let idleWorkers = scenario.workers

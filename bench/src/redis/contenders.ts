@@ -1,4 +1,4 @@
-import { compilePolicy } from '@sluice/http/adapter'
+import { compilePolicy } from '@sluice/keyed/store'
 import { redisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis'

@@ -1,3 +1,4 @@
+import { durableObjectStore } from '@sluice/cloudflare'
 import {
   adaptiveConcurrency,
   bulkheaded,
@@ -10,6 +11,7 @@ import {
   tokenBucket,
   warmUpTokenBucket,
 } from '@sluice/core'
+import { denoKvStore } from '@sluice/deno-kv'
 import * as express from '@sluice/express'
 import * as fastify from '@sluice/fastify'
 import * as hono from '@sluice/hono'
@@ -57,6 +59,16 @@ const BAD: Record<Rule, readonly unknown[]> = {
 }
 
 const limitOptions = ['limit', 'window', 'name', 'clock']
+
+/** The options every store whose state lives elsewhere takes (redisStore, durableObjectStore). */
+const remoteStore = {
+  known: ['timeout', 'onError', 'onFailure', 'onRecovery', 'leaseTtl', 'probeInterval', 'local'],
+  ranged: {
+    timeout: 'positiveDuration',
+    leaseTtl: 'positiveDuration',
+    probeInterval: 'positiveDuration',
+  },
+} as const satisfies { known: readonly string[]; ranged: Readonly<Record<string, Rule>> }
 
 const core: Subject[] = [
   {
@@ -173,23 +185,24 @@ const core: Subject[] = [
     // A sendCommand function is a client too: nothing connects, nothing is sent.
     build: (o) => redisStore(o as never),
     base: { client: async () => 'OK' },
-    known: [
-      'client',
-      'prefix',
-      'timeout',
-      'onError',
-      'onFailure',
-      'onRecovery',
-      'leaseTtl',
-      'probeInterval',
-      'local',
-      'clock',
-    ],
-    ranged: {
-      timeout: 'positiveDuration',
-      leaseTtl: 'positiveDuration',
-      probeInterval: 'positiveDuration',
-    },
+    // `clock` is for tests only (the scripts decide on the time it gives).
+    known: ['client', 'prefix', ...remoteStore.known, 'clock'],
+    ranged: remoteStore.ranged,
+  },
+  {
+    name: 'durableObjectStore',
+    // Nothing is asked of the binding until the first call.
+    build: (o) => durableObjectStore(o as never),
+    base: { namespace: { idFromName: () => ({}), get: () => ({ fetch }) } },
+    known: ['namespace', 'shards', 'prefix', ...remoteStore.known],
+    ranged: { shards: 'positive', ...remoteStore.ranged },
+  },
+  {
+    name: 'denoKvStore',
+    build: (o) => denoKvStore(o as never),
+    base: { kv: { getMany: async () => [], atomic: () => ({}) } },
+    known: ['kv', 'prefix', 'leaseTtl', 'attempts', 'clock'],
+    ranged: { leaseTtl: 'positiveDuration', attempts: 'positive' },
   },
   {
     name: 'keys.ip',

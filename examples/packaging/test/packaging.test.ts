@@ -35,12 +35,17 @@ const cleanEnv = Object.fromEntries(
 )
 
 /** Runs a command to its end: exit code and everything it wrote. */
-function run(file: string, args: string[], cwd: string, timeout = 300_000) {
+function run(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
   return new Promise<{ code: number; output: string }>((resolve) => {
     execFile(
       file,
       args,
-      { cwd, env: { ...cleanEnv, CI: 'true' }, timeout, maxBuffer: 64 * 1024 * 1024 },
+      {
+        cwd,
+        env: { ...cleanEnv, CI: 'true', ...env },
+        timeout: 300_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1
         resolve({ code, output: `${stdout}${stderr}` })
@@ -50,8 +55,8 @@ function run(file: string, args: string[], cwd: string, timeout = 300_000) {
 }
 
 /** Fails with the command's output unless it exited 0 (its output is never parsed). */
-async function mustRun(file: string, args: string[], cwd: string) {
-  const result = await run(file, args, cwd)
+async function mustRun(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
+  const result = await run(file, args, cwd, env)
   if (result.code !== 0) {
     throw new Error(`${file} ${args.join(' ')} exited ${result.code} in ${cwd}:\n${result.output}`)
   }
@@ -73,6 +78,11 @@ const published: Published[] = readdirSync(join(root, 'packages'))
   })
   .filter(({ manifest }) => manifest.private !== true)
 
+/** Where `pnpm pack` puts a package's tarball, named as npm names it. */
+function tarballFile(name: string): string {
+  return `${name.replace('@', '').replace('/', '-')}-0.1.0.tgz`
+}
+
 /** The oldest Node.js the packages admit: `engines.node` is `>=X.Y.Z`, the same in each. */
 const minimumNode = /^>=(\d+\.\d+\.\d+)$/.exec(published[0]?.manifest.engines.node ?? '')?.[1]
 
@@ -85,6 +95,32 @@ const readmeDeps = (
 const thirdParty = ['express', 'koa', '@koa/router', 'hono', '@hono/node-server'].map(
   (name) => `${name}@${readmeDeps[name]}`,
 )
+
+/**
+ * The official Node.js binary of `version`, from the npm registry's
+ * `node-<platform>-<arch>` package (it carries it as bin/node), cached across runs.
+ */
+async function nodeBinary(version: string): Promise<string> {
+  const cache = join(tmpdir(), 'sluice-node-binaries')
+  const target = join(cache, `node-v${version}-${process.platform}-${process.arch}`)
+  const node = join(target, 'package', 'bin', 'node')
+  if (existsSync(node)) return node
+  mkdirSync(cache, { recursive: true })
+  const download = mkdtempSync(join(cache, 'download-'))
+  const spec = `node-${process.platform}-${process.arch}@${version}`
+  await mustRun('npm', ['pack', spec, '--pack-destination', download], download)
+  const tarball = readdirSync(download).find((file) => file.endsWith('.tgz'))
+  if (tarball === undefined) throw new Error(`npm pack ${spec} left no tarball`)
+  await mustRun('tar', ['-xzf', tarball, 'package/bin/node'], download)
+  rmSync(join(download, tarball))
+  try {
+    renameSync(download, target)
+  } catch {
+    // Another run put it there first.
+    rmSync(download, { recursive: true, force: true })
+  }
+  return node
+}
 
 // ---------------------------------------------------------------------------------------
 // The quick starts, as the README shows them.
@@ -219,6 +255,58 @@ async function checkQuickStart(quickStart: QuickStart, base: string) {
 
 // ---------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------
+// The OpenTelemetry install lines, as the READMEs give them.
+
+/**
+ * The newest Node.js 22. There npm may pick OpenTelemetry's 3.x SDK (Node.js 22.15 and
+ * `@opentelemetry/api` 1.10 or later); on Node.js 20 it picks 2.x, which refuses api 1.10.
+ */
+const NODE_22 = '22.23.5'
+
+/**
+ * The `npm` commands of the first shell block of `document` that installs `@sluice/otel`:
+ * its lines that name `@sluice/otel` or an `@opentelemetry/` package, comments dropped.
+ */
+function otelInstallLines(document: string): string[][] {
+  const text = readFileSync(join(root, document), 'utf8')
+  for (const [, block = ''] of text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)) {
+    if (!block.includes('@sluice/otel')) continue
+    return block
+      .split('\n')
+      .map((line) => line.replace(/#.*$/, '').trim())
+      .filter((line) => /@sluice\/otel|@opentelemetry\//.test(line))
+      .map((line) => line.split(/\s+/))
+  }
+  throw new Error(`${document} has no shell block that installs @sluice/otel`)
+}
+
+const otelInstalls = ['packages/otel/README.md', 'README.md'].flatMap((document) =>
+  [minimumNode ?? '', NODE_22].map((version): [string, string, string[][]] => [
+    document,
+    version,
+    otelInstallLines(document),
+  ]),
+)
+
+/** The sluice packages `name` depends on, directly or not: npm would get them from the registry. */
+function sluiceDependencies(name: string, found = new Set<string>()): Set<string> {
+  const manifest = published.find((p) => p.name === name)?.manifest
+  for (const dependency of Object.keys((manifest?.dependencies ?? {}) as object)) {
+    if (dependency.startsWith('@sluice/') && !found.has(dependency)) {
+      found.add(dependency)
+      sluiceDependencies(dependency, found)
+    }
+  }
+  return found
+}
+
+/** Records a metric through what the install lines installed (see the fixture). */
+const OTEL_METRICS = 'records-otel-metrics.mjs'
+
+/** The program that exercises the newest APIs the packages use (see the fixture). */
+const NEWEST_APIS = 'uses-the-newest-apis.cjs'
+
 const work = mkdtempSync(join(tmpdir(), 'sluice-packaging-'))
 const copy = join(work, 'repo')
 const tarballs = join(work, 'tarballs')
@@ -258,15 +346,15 @@ beforeAll(async () => {
     writeFileSync(join(app, `${quickStart.name}.mjs`), quickStart.esm)
     writeFileSync(join(app, `${quickStart.name}.cjs`), quickStart.cjs)
   }
+  // Copied in, so its require() finds the installed tarballs, not the workspace's packages.
+  copyFileSync(join(fixtures, NEWEST_APIS), join(app, NEWEST_APIS))
 }, 900_000)
 
 // Generous: the machine may be busy with the other suites; nothing here asserts a duration.
 describe('the packed packages', { timeout: 180_000 }, () => {
   it('are built by prepack: dist, types, licence and readme in every tarball, no tests', async () => {
     const files = readdirSync(tarballs).sort()
-    expect(files).toEqual(
-      published.map(({ name }) => `${name.replace('@', '').replace('/', '-')}-0.1.0.tgz`).sort(),
-    )
+    expect(files).toEqual(published.map(({ name }) => tarballFile(name)).sort())
     for (const file of files) {
       const listed = await run('tar', ['-tzf', join(tarballs, file)], tarballs)
       expect(listed.code).toBe(0)
@@ -367,28 +455,49 @@ describe('the packed packages', { timeout: 180_000 }, () => {
     })
   })
 
+  describe.each(otelInstalls)(
+    'the OpenTelemetry install lines of %s, on Node.js %s',
+    (_document, version, lines) => {
+      it('install the packed @sluice/otel with what it needs, and it records metrics', async () => {
+        const node = await nodeBinary(version)
+        // npm itself, run by that Node.js: npm picks versions by the engines of the Node.js
+        // it runs on. Strict engines: a package that does not claim that Node.js fails.
+        const npm = join(
+          (await run('npm', ['root', '-g'], work)).output.trim(),
+          'npm/bin/npm-cli.js',
+        )
+        const env = {
+          npm_config_engine_strict: 'true',
+          npm_config_audit: 'false',
+          npm_config_fund: 'false',
+        }
+        const project = mkdtempSync(join(work, 'otel-'))
+        writeFileSync(
+          join(project, 'package.json'),
+          '{ "name": "sluice-otel-adopter", "private": true }\n',
+        )
+        const registry = [...sluiceDependencies('@sluice/otel')].map((name) =>
+          join(tarballs, tarballFile(name)),
+        )
+        await mustRun(node, [npm, 'install', ...registry], project, env)
+        for (const [command, ...args] of lines) {
+          expect(command).toBe('npm')
+          const packed = args.map((arg) =>
+            arg === '@sluice/otel' ? join(tarballs, tarballFile(arg)) : arg,
+          )
+          await mustRun(node, [npm, ...packed], project, env)
+        }
+        copyFileSync(join(fixtures, OTEL_METRICS), join(project, OTEL_METRICS))
+        const result = await run(node, [OTEL_METRICS], project)
+        expect(result, result.output).toEqual({ code: 0, output: 'otel metrics ok\n' })
+      }, 600_000)
+    },
+  )
+
   describe(`on the oldest Node.js the packages admit (${minimumNode})`, () => {
     let node = ''
     beforeAll(async () => {
-      // node-<platform>-<arch> on the npm registry carries the official binary as bin/node.
-      const cache = join(tmpdir(), 'sluice-node-binaries')
-      const target = join(cache, `node-v${minimumNode}-${process.platform}-${process.arch}`)
-      node = join(target, 'package', 'bin', 'node')
-      if (existsSync(node)) return
-      mkdirSync(cache, { recursive: true })
-      const download = mkdtempSync(join(cache, 'download-'))
-      const spec = `node-${process.platform}-${process.arch}@${minimumNode}`
-      await mustRun('npm', ['pack', spec, '--pack-destination', download], download)
-      const tarball = readdirSync(download).find((file) => file.endsWith('.tgz'))
-      if (tarball === undefined) throw new Error(`npm pack ${spec} left no tarball`)
-      await mustRun('tar', ['-xzf', tarball, 'package/bin/node'], download)
-      rmSync(join(download, tarball))
-      try {
-        renameSync(download, target)
-      } catch {
-        // Another run put it there first.
-        rmSync(download, { recursive: true, force: true })
-      }
+      node = await nodeBinary(minimumNode ?? '')
     }, 600_000)
 
     it('is the binary it says', async () => {
@@ -397,7 +506,7 @@ describe('the packed packages', { timeout: 180_000 }, () => {
     })
 
     it('has every API the packages use', async () => {
-      const result = await run(node, [join(fixtures, 'uses-the-newest-apis.cjs')], app)
+      const result = await run(node, [NEWEST_APIS], app)
       expect(result, result.output).toEqual({ code: 0, output: 'newest APIs ok\n' })
     })
 

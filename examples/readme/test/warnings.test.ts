@@ -13,16 +13,21 @@ function sources(dir: string): string[] {
   })
 }
 
-/** Every code a shipped source passes to emitWarning. */
+/**
+ * Every code a shipped source passes to emitWarning, or names as a remote store's outage
+ * and recovery warnings (`warnings: { down, recovered }` of StoreHealth, which gives them).
+ */
 function warningCodes(): Set<string> {
   const codes = new Set<string>()
   for (const pkg of readdirSync(join(root, 'packages'))) {
     const src = join(root, 'packages', pkg, 'src')
     if (!existsSync(src)) continue
     for (const file of sources(src)) {
-      for (const match of readFileSync(file, 'utf8').matchAll(
-        /emitWarning\(\s*[^,]+,\s*'(ERR_SLUICE_[A-Z0-9_]+)'/g,
-      )) {
+      const text = readFileSync(file, 'utf8')
+      for (const match of text.matchAll(/emitWarning\(\s*[^,]+,\s*'(ERR_SLUICE_[A-Z0-9_]+)'/g)) {
+        codes.add(match[1]!)
+      }
+      for (const match of text.matchAll(/\b(?:down|recovered): '(ERR_SLUICE_[A-Z0-9_]+)'/g)) {
         codes.add(match[1]!)
       }
     }

@@ -1,6 +1,6 @@
 import type { Clock } from '@sluice/core'
-import { type SlotsRecord, type StoredRecord, StoredState } from '@sluice/keyed/store'
-import type { Operation, WirePolicy, WireResult, WireTake } from './protocol'
+import { type StoredRecord, StoredState, toWire, type WireTake } from '@sluice/keyed/store'
+import type { Operation, WirePolicy } from './protocol'
 
 /**
  * The part of a Durable Object's storage the object uses (the key-value API, on the
@@ -52,11 +52,11 @@ export class ObjectState {
   async #execute(operation: Operation): Promise<WireTake | null> {
     switch (operation.op) {
       case 'take': {
-        const { key, policies, cost, leaseTtlMs } = operation
+        const { key, policies, cost, leaseTtlMs, lease } = operation
         const state = await this.#state(key, policies)
-        const taken = state.take(cost, leaseTtlMs)
+        const taken = state.take(cost, leaseTtlMs, lease)
         this.#save(key, policies, state)
-        return { allowed: taken.allowed, results: taken.results.map(toWire) }
+        return toWire(taken)
       }
       case 'refund': {
         const { key, policies, cost, receipts } = operation
@@ -70,7 +70,7 @@ export class ObjectState {
         const state = await this.#state(key, policies)
         const results = state.force(cost)
         this.#save(key, policies, state)
-        return { allowed: true, results: results.map(toWire) }
+        return toWire({ allowed: true, results })
       }
       case 'block': {
         const { key, policies, ms } = operation
@@ -80,12 +80,10 @@ export class ObjectState {
         return null
       }
       case 'release': {
-        const name = recordName(operation.key, operation.policy)
-        const [record] = (await this.#load([name])) as [SlotsRecord | undefined]
-        const leases = record?.leases.filter((held) => held.id !== operation.lease)
-        if (leases !== undefined && leases.length !== record?.leases.length) {
-          this.#write(name, leases.length === 0 ? undefined : { leases })
-        }
+        const { key, policies, lease } = operation
+        const state = await this.#state(key, policies)
+        state.release(0, lease)
+        this.#save(key, policies, state)
         return null
       }
       case 'get': {
@@ -94,7 +92,7 @@ export class ObjectState {
         const results = state.get()
         // A warm-up key's age starts at first sight, a read included: its record is kept.
         this.#save(key, policies, state)
-        return { allowed: results.every((r) => r.allowed), results: results.map(toWire) }
+        return toWire({ allowed: results.every((r) => r.allowed), results })
       }
       case 'reset':
         await this.#reset(operation.key, operation.policies)
@@ -167,10 +165,4 @@ export class ObjectState {
       this.#cache.delete(name)
     }
   }
-}
-
-/** JSON has no Infinity: a wait of null means never. */
-function toWire(result: ReturnType<StoredState['get']>[number]): WireResult {
-  const { retryAfterMs } = result
-  return { ...result, retryAfterMs: Number.isFinite(retryAfterMs) ? retryAfterMs : null }
 }

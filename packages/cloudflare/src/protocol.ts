@@ -12,6 +12,8 @@ export type Operation =
       readonly cost: Cost
       /** How long a concurrency slot taken now is held at most. */
       readonly leaseTtlMs: number
+      /** The id of the slots it takes, chosen by the store: a take sent twice takes once. */
+      readonly lease?: string | undefined
     }
   | {
       readonly op: 'refund'
@@ -35,7 +37,8 @@ export type Operation =
   | {
       readonly op: 'release'
       readonly key: string
-      readonly policy: string
+      /** The one concurrency policy the lease was taken under. */
+      readonly policies: readonly [WirePolicy]
       readonly lease: string
     }
   | { readonly op: 'get'; readonly key: string; readonly policies: readonly WirePolicy[] }
@@ -46,23 +49,3 @@ export type Operation =
       readonly policies?: readonly string[] | undefined
     }
   | { readonly op: 'resetAll' }
-
-/**
- * One policy's result as the object answers it. JSON has no Infinity: a `retryAfterMs` of
- * null means never.
- */
-export interface WireResult {
-  readonly allowed: boolean
-  readonly remaining: number
-  readonly resetMs: number
-  readonly retryAfterMs: number | null
-  readonly lease?: { readonly id: string; readonly permits: number }
-  readonly receipt?: number
-  readonly blocked?: true
-}
-
-/** The answer to `take` (and, with `allowed` unused, to `get`). */
-export interface WireTake {
-  readonly allowed: boolean
-  readonly results: readonly WireResult[]
-}

@@ -1,30 +1,19 @@
 import type { Duration } from '@sluice/core'
+import { describe, readInteger, readOptions } from '@sluice/core/validation'
+import type { AsyncStore, Policy, TakeResult } from '@sluice/keyed'
 import {
-  describe,
-  readFunction,
-  readInteger,
-  readOneOf,
-  readOptions,
-  readPositiveDuration,
-} from '@sluice/core/validation'
-import {
-  type AsyncStore,
-  type Lease,
-  memoryStore,
-  type Policy,
-  type PolicyResult,
-  type Store,
-  type TakeResult,
-} from '@sluice/keyed'
-import {
-  type Cost,
   checkBlock,
   checkCost,
-  costAt,
-  emitWarning,
-  storeChannel,
+  Fallback,
+  fromWire,
+  REMOTE_STORE_OPTIONS,
+  type RemoteStoreOptions,
+  readRemoteStoreOptions,
+  StoreHealth,
 } from '@sluice/keyed/store'
-import type { Operation, WireResult, WireTake } from './protocol'
+import type { Operation } from './protocol'
+
+export type { OnError } from '@sluice/keyed/store'
 
 /** The part of a Durable Object stub the store uses: `fetch(url, init)`. */
 export interface DurableObjectStubLike {
@@ -44,13 +33,11 @@ export interface DurableObjectNamespaceLike<Id = unknown> {
 }
 
 /**
- * What the store answers while its objects cannot be reached: `'deny'` fails closed,
- * `'allow'` fails open, `'local'` keeps limiting in this isolate.
+ * Options of {@link durableObjectStore}: the binding and how keys spread over objects,
+ * and the options every remote store takes (`timeout`, `onError`, `local`, `leaseTtl`,
+ * `probeInterval`, `onFailure`, `onRecovery`), read by the same rules as `redisStore`'s.
  */
-export type OnError = 'deny' | 'allow' | 'local'
-
-/** Options of {@link durableObjectStore}. */
-export interface DurableObjectStoreOptions {
+export interface DurableObjectStoreOptions extends RemoteStoreOptions<DurableObjectStoreError> {
   /** The binding of the `SluiceDurableObject` class (`env.SLUICE`). */
   namespace: DurableObjectNamespaceLike
   /**
@@ -63,29 +50,14 @@ export interface DurableObjectStoreOptions {
   prefix?: string
   /** Longest wait for an object's answer before the call counts as failed. Default `'1s'`. */
   timeout?: Duration
-  /**
-   * While the objects fail: `'deny'` refuses every request, `'allow'` admits every request
-   * uncounted, `'local'` counts in a `memoryStore()` of this isolate. Default `'local'`.
-   */
-  onError?: OnError
-  /** Called once when the objects start failing (not once per request). Default: one `SluiceWarning`. */
-  onFailure?: (error: DurableObjectStoreError) => void
-  /** Called once when they answer again. Default: one `SluiceWarning`. */
-  onRecovery?: () => void
-  /**
-   * How long a concurrency slot is held at most: an isolate that dies while holding one
-   * frees it after this long. Make it longer than your slowest request. Default `'1m'`.
-   */
-  leaseTtl?: Duration
-  /** While the objects fail, how often a decision tries them again. Default `'1s'`. */
-  probeInterval?: Duration
-  /** The store that answers with `onError: 'local'`. Default: `memoryStore()`. */
-  local?: Store
 }
 
 /** A store on Durable Objects: every method answers with a promise. */
 export interface DurableObjectStore extends AsyncStore {
-  /** `'up'` while decisions go to the objects; `'down'` from a failure until one answers again. */
+  /**
+   * `'up'` while every decision goes to its object; `'down'` while any object is out of
+   * use: from a failed call on it until a call on it answers again.
+   */
   readonly status: 'up' | 'down'
 }
 
@@ -110,21 +82,7 @@ export class DurableObjectStoreError extends Error {
 }
 
 const FACTORY = 'durableObjectStore'
-const OPTIONS = [
-  'namespace',
-  'shards',
-  'prefix',
-  'timeout',
-  'onError',
-  'onFailure',
-  'onRecovery',
-  'leaseTtl',
-  'probeInterval',
-  'local',
-]
-// Lease ids that never reach an object: taken from the local fallback, or admitted uncounted.
-const LOCAL = 'local:'
-const UNCOUNTED = 'uncounted:'
+const OPTIONS = ['namespace', 'shards', 'prefix', ...REMOTE_STORE_OPTIONS]
 /** The objects' URL: only the path matters to them, and they are reachable only through the binding. */
 const ENDPOINT = 'https://sluice.invalid/'
 
@@ -172,31 +130,28 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   if (typeof prefix !== 'string' || prefix === '') {
     throw new TypeError(`${FACTORY}: "prefix" must be a non-empty string, got ${describe(prefix)}`)
   }
-  const timeoutMs = readPositiveDuration(FACTORY, 'timeout', options.timeout, '1s')
-  const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
-  const probeMs = readPositiveDuration(FACTORY, 'probeInterval', options.probeInterval, '1s')
-  const onError = readOneOf<OnError>(
-    FACTORY,
-    'onError',
-    options.onError,
-    ['deny', 'allow', 'local'],
-    'local',
-  )
-  const onFailure = readFunction(FACTORY, 'onFailure', options.onFailure) ?? warnFailure(onError)
-  const onRecovery = readFunction(FACTORY, 'onRecovery', options.onRecovery) ?? warnRecovery
-  if (options.local !== undefined && onError !== 'local') {
-    throw new TypeError(
-      `${FACTORY}: "local" is only used with onError 'local', got onError ${describe(onError)}`,
-    )
-  }
-  const local = onError === 'local' ? (options.local ?? memoryStore()) : undefined
+  const settings = readRemoteStoreOptions(FACTORY, options, { timeout: '1s' })
+  const { timeoutMs, leaseTtlMs } = settings
+  // Probed in-band: on Workers a call belongs to the request that made it, so no timer
+  // can try an object between requests; the first decision after probeInterval does.
+  const health = new StoreHealth<number, DurableObjectStoreError>({
+    store: FACTORY,
+    onError: settings.onError,
+    probeMs: settings.probeMs,
+    onFailure: settings.onFailure,
+    onRecovery: settings.onRecovery,
+    warnings: {
+      down: 'ERR_SLUICE_DO_DOWN',
+      until: 'the objects answer again',
+      recovered: 'ERR_SLUICE_DO_RECOVERED',
+      recovery: 'the Durable Objects answer again; decisions are back on them',
+    },
+  })
+  const fallback = new Fallback(settings)
 
   const ids: unknown[] = []
   /** The policy part of each request body, serialized once per policy. */
   const wire = new WeakMap<Policy, string>()
-  const localLeases = new Map<string, Lease>()
-  let down = false
-  let failedAt = 0
 
   /**
    * A stub for the shard's object, made for this call: a stub belongs to the request that
@@ -227,7 +182,7 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   }
 
   /** Sends one operation to one object; rejects with a DurableObjectStoreError. */
-  async function call(shard: number, body: string): Promise<unknown> {
+  async function send(shard: number, body: string): Promise<unknown> {
     let timer: ReturnType<typeof setTimeout> | undefined
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -260,197 +215,128 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
     }
   }
 
-  function fail(error: DurableObjectStoreError): void {
-    failedAt = performance.now()
-    if (down) return
-    down = true
-    if (storeChannel.hasSubscribers)
-      storeChannel.publish({ event: 'failure', store: FACTORY, error })
-    safely(() => onFailure(error))
-  }
-
-  function recover(): void {
-    if (!down) return
-    down = false
-    if (storeChannel.hasSubscribers) storeChannel.publish({ event: 'recovery', store: FACTORY })
-    safely(onRecovery)
-  }
-
-  /** Whether to ask the objects: always while up; while down, once per `probeInterval`. */
-  function usable(): boolean {
-    if (!down || performance.now() - failedAt < probeMs) return !down
-    failedAt = performance.now()
-    return true
-  }
-
-  /** Calls an object; on failure reports it and answers with `fallback`. */
-  async function decide<T>(
-    shard: number,
-    body: string,
-    fallback: () => T | PromiseLike<T>,
-  ): Promise<{ reply: unknown } | { fallback: T }> {
-    if (!usable()) return { fallback: await fallback() }
+  /**
+   * Sends one operation to the shard of `key` and tells the store's health how it went;
+   * rejects with a DurableObjectStoreError.
+   */
+  async function call(key: string, shard: number, body: string): Promise<unknown> {
+    const since = health.episode
     try {
-      const reply = await call(shard, body)
-      recover()
-      return { reply }
+      const reply = await send(shard, body)
+      health.answered(shard)
+      return reply
     } catch (error) {
-      fail(error as DurableObjectStoreError)
-      return { fallback: await fallback() }
+      health.fail(shard, key, error as DurableObjectStoreError, since)
+      throw error
     }
   }
 
-  async function fallbackTake(
+  /** Asks the shard of `key`, or (while it is out of use, or on failure) `fallback`. */
+  async function decide<T>(
     key: string,
-    policies: readonly Policy[],
-    cost: Cost,
-  ): Promise<TakeResult> {
-    if (local === undefined) {
-      const allowed = onError === 'allow'
-      return {
-        allowed,
-        results: policies.map((policy, i) => substitute(policy, allowed, costAt(cost, i))),
-      }
+    body: string,
+    decode: (reply: unknown) => T,
+    answerHere: () => Promise<T>,
+  ): Promise<T> {
+    const shard = shardOf(key, shards)
+    if (health.outOfUse(shard)) return answerHere()
+    let reply: unknown
+    try {
+      reply = await call(key, shard, body)
+    } catch {
+      return answerHere()
     }
-    const taken = await local.take(key, policies, cost)
-    return {
-      allowed: taken.allowed,
-      results: taken.results.map((result) => {
-        if (result.lease === undefined) return result
-        const id = `${LOCAL}${crypto.randomUUID()}`
-        localLeases.set(id, result.lease)
-        return { ...result, lease: { id, permits: result.lease.permits } }
-      }),
-    }
-  }
-
-  function substitute(policy: Policy, allowed: boolean, cost: number): PolicyResult {
-    const base = { policy, allowed, limit: policy.limit }
-    if (!allowed) return { ...base, remaining: 0, resetMs: probeMs, retryAfterMs: probeMs }
-    const result = { ...base, remaining: policy.limit, resetMs: 0, retryAfterMs: 0 }
-    return policy.spec.algorithm === 'concurrency'
-      ? { ...result, lease: { id: `${UNCOUNTED}${crypto.randomUUID()}`, permits: cost } }
-      : result
+    return decode(reply)
   }
 
   const operation = (op: Operation) => JSON.stringify(op)
 
   return {
     get status() {
-      return down ? 'down' : 'up'
+      return health.status
     },
 
     async take(key, policies, cost) {
       checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }
-      const body = `{"op":"take","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"leaseTtlMs":${leaseTtlMs},"policies":${policiesJson(policies)}}`
-      const answer = await decide(shardOf(key, shards), body, () =>
-        fallbackTake(key, policies, cost),
+      // Named here, so that a take the object runs twice (its answer lost, the call
+      // retried) holds one slot and counts once.
+      const lease = policies.some((policy) => policy.spec.algorithm === 'concurrency')
+        ? `,"lease":${JSON.stringify(crypto.randomUUID())}`
+        : ''
+      const body = `{"op":"take","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"leaseTtlMs":${leaseTtlMs}${lease},"policies":${policiesJson(policies)}}`
+      return decide(
+        key,
+        body,
+        (reply) => decode(reply, policies),
+        () => fallback.take(key, policies, cost),
       )
-      if ('fallback' in answer) return answer.fallback
-      return decode(answer.reply, policies)
     },
 
     async refund(key, policies, cost, receipts) {
       checkCost(`${FACTORY}.refund`, cost, policies.length)
       if (policies.length === 0) return
-      const body = `{"op":"refund","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"receipts":${JSON.stringify(receipts?.map((r) => r ?? null) ?? null)},"policies":${policiesJson(policies)}}`
-      if (!usable()) {
-        // The permits were most likely taken where this store answers while down.
-        await local?.refund(key, policies, cost, receipts)
+      const shard = shardOf(key, shards)
+      if (await fallback.refund(key, policies, cost, receipts, () => health.outOfUse(shard))) {
         return
       }
-      try {
-        await call(shardOf(key, shards), body)
-        recover()
-      } catch (error) {
-        fail(error as DurableObjectStoreError)
-      }
+      const body = `{"op":"refund","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"receipts":${JSON.stringify(receipts?.map((r) => r ?? null) ?? null)},"policies":${policiesJson(policies)}}`
+      await call(key, shard, body).catch(() => {})
     },
 
     async force(key, policies, cost) {
       checkCost(`${FACTORY}.force`, cost, policies.length)
       if (policies.length === 0) return []
       const body = `{"op":"force","key":${JSON.stringify(key)},"cost":${JSON.stringify(cost)},"policies":${policiesJson(policies)}}`
-      const answer = await decide(shardOf(key, shards), body, () =>
-        local !== undefined
-          ? local.force(key, policies, cost)
-          : policies.map((policy) => substitute(policy, onError === 'allow', 1)),
+      return decide(
+        key,
+        body,
+        (reply) => decode(reply, policies).results,
+        () => fallback.force(key, policies, cost),
       )
-      if ('fallback' in answer) return answer.fallback
-      return decode(answer.reply, policies).results
     },
 
     async block(key, policies, ms) {
       checkBlock(`${FACTORY}.block`, ms)
       if (policies.length === 0) return
-      await local?.block(key, policies, ms)
-      try {
-        await call(
-          shardOf(key, shards),
-          `{"op":"block","key":${JSON.stringify(key)},"ms":${ms},"policies":${policiesJson(policies)}}`,
-        )
-        recover()
-      } catch (error) {
-        fail(error as DurableObjectStoreError)
-        throw error
-      }
+      await fallback.block(key, policies, ms)
+      await call(
+        key,
+        shardOf(key, shards),
+        `{"op":"block","key":${JSON.stringify(key)},"ms":${ms},"policies":${policiesJson(policies)}}`,
+      )
     },
 
     async release(key, policy, lease) {
-      if (lease.id.startsWith(UNCOUNTED)) return
-      if (lease.id.startsWith(LOCAL)) {
-        const inner = localLeases.get(lease.id)
-        if (inner === undefined) return
-        localLeases.delete(lease.id)
-        await local?.release(key, policy, inner)
-        return
-      }
+      if (await fallback.release(key, policy, lease)) return
       // Tried even while down: a slot freed now beats one held until its lease expires.
-      try {
-        await call(
-          shardOf(key, shards),
-          operation({ op: 'release', key, policy: policy.id, lease: lease.id }),
-        )
-        recover()
-      } catch (error) {
-        fail(error as DurableObjectStoreError)
-      }
+      const body = `{"op":"release","key":${JSON.stringify(key)},"lease":${JSON.stringify(lease.id)},"policies":${policiesJson([policy])}}`
+      await call(key, shardOf(key, shards), body).catch(() => {})
     },
 
     async get(key, policies) {
       if (policies.length === 0) return []
       const body = `{"op":"get","key":${JSON.stringify(key)},"policies":${policiesJson(policies)}}`
-      const answer = await decide(shardOf(key, shards), body, () =>
-        local !== undefined
-          ? local.get(key, policies)
-          : policies.map((policy) => substitute(policy, onError === 'allow', 1)),
+      return decide(
+        key,
+        body,
+        (reply) => decode(reply, policies).results,
+        () => fallback.get(key, policies),
       )
-      if ('fallback' in answer) return answer.fallback
-      return decode(answer.reply, policies).results
     },
 
     async reset(key, policies) {
-      await local?.reset(key, policies)
+      await fallback.reset(key, policies)
       const ids = policies?.map((policy) => policy.id)
-      try {
-        await call(shardOf(key, shards), operation({ op: 'reset', key, policies: ids }))
-      } catch (error) {
-        fail(error as DurableObjectStoreError)
-        throw error
-      }
+      await call(key, shardOf(key, shards), operation({ op: 'reset', key, policies: ids }))
     },
 
     async resetAll() {
-      await local?.resetAll()
-      localLeases.clear()
+      await fallback.resetAll()
       const body = operation({ op: 'resetAll' })
-      try {
-        await Promise.all(Array.from({ length: shards }, (_, shard) => call(shard, body)))
-      } catch (error) {
-        fail(error as DurableObjectStoreError)
-        throw error
-      }
+      await Promise.all(
+        Array.from({ length: shards }, (_, shard) => call(`${prefix}:${shard}`, shard, body)),
+      )
     },
   }
 }
@@ -468,37 +354,16 @@ export function shardOf(key: string, shards: number): number {
   return (hash >>> 0) % shards
 }
 
+/** The object's answer for `policies`; a reply of another shape is an error of the store's. */
 function decode(reply: unknown, policies: readonly Policy[]): TakeResult {
-  const take = reply as WireTake
-  if (
-    typeof take !== 'object' ||
-    take === null ||
-    !Array.isArray(take.results) ||
-    take.results.length !== policies.length
-  ) {
+  const taken = fromWire(reply, policies)
+  if (taken === undefined) {
     throw new DurableObjectStoreError(
       'ERR_SLUICE_DO',
       `${FACTORY}: unexpected answer ${JSON.stringify(reply)}`,
     )
   }
-  return {
-    allowed: take.allowed === true,
-    results: take.results.map((result: WireResult, i): PolicyResult => {
-      const policy = policies[i]!
-      const decoded: { -readonly [K in keyof PolicyResult]: PolicyResult[K] } = {
-        policy,
-        allowed: result.allowed,
-        limit: policy.limit,
-        remaining: result.remaining,
-        resetMs: result.resetMs,
-        retryAfterMs: result.retryAfterMs ?? Number.POSITIVE_INFINITY,
-      }
-      if (result.lease !== undefined) decoded.lease = result.lease
-      if (result.receipt !== undefined) decoded.receipt = result.receipt
-      if (result.blocked === true) decoded.blocked = true
-      return decoded
-    }),
-  }
+  return taken
 }
 
 function toStoreError(error: unknown): DurableObjectStoreError {
@@ -509,31 +374,4 @@ function toStoreError(error: unknown): DurableObjectStoreError {
     `${FACTORY}: the Durable Object failed: ${message}`,
     { cause: error },
   )
-}
-
-function warnFailure(onError: OnError): (error: DurableObjectStoreError) => void {
-  return (error) => {
-    emitWarning(
-      FACTORY,
-      'ERR_SLUICE_DO_DOWN',
-      `${error.message.replace(`${FACTORY}: `, '')} (${error.code}); answering with onError '${onError}' until the objects answer again`,
-      true,
-    )
-  }
-}
-
-function warnRecovery(): void {
-  emitWarning(
-    FACTORY,
-    'ERR_SLUICE_DO_RECOVERED',
-    'the Durable Objects answer again; decisions are back on them',
-    true,
-  )
-}
-
-// A throwing hook must not turn a decision into an error.
-function safely(hook: () => void): void {
-  try {
-    hook()
-  } catch {}
 }

@@ -44,6 +44,8 @@ export function inProcessNamespace(clock: Clock) {
     { state: ObjectState; storage: ReturnType<typeof memoryStorage> }
   >()
   let fault: 'fail' | 'hang' | undefined
+  /** The objects the fault is on; every object when undefined. */
+  let faulty: string | undefined
   let calls = 0
   const namespace: DurableObjectNamespaceLike<string> = {
     idFromName: (name) => name,
@@ -51,9 +53,10 @@ export function inProcessNamespace(clock: Clock) {
       return {
         async fetch(url, init) {
           calls++
-          if (fault === 'fail')
+          const failing = faulty === undefined || faulty === id ? fault : undefined
+          if (failing === 'fail')
             throw new Error('Durable Object reset because its code was updated.')
-          if (fault === 'hang') return new Promise<never>(() => {})
+          if (failing === 'hang') return new Promise<never>(() => {})
           let object = objects.get(id)
           if (object === undefined) {
             const storage = memoryStorage()
@@ -71,9 +74,13 @@ export function inProcessNamespace(clock: Clock) {
     get calls() {
       return calls
     },
-    /** Makes every call fail at once, hang, or (undefined) work again. */
-    fault(kind: 'fail' | 'hang' | undefined) {
+    /**
+     * Makes every call fail at once, hang, or (undefined) work again: on every object, or
+     * on the one named `only` (`<prefix>:<shard>`).
+     */
+    fault(kind: 'fail' | 'hang' | undefined, only?: string) {
       fault = kind
+      faulty = only
     },
     /** Drops every object from memory, as Cloudflare evicts idle ones; storage stays. */
     evict() {

@@ -1,4 +1,5 @@
 import { runStoreContract } from '@sluice/http/testing'
+import { runStoreModel } from '@sluice/keyed/testing'
 import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import {
   type DurableObjectNamespaceLike,
@@ -12,7 +13,8 @@ import { startObjects } from './workerd'
 // The objects decide on a ManualClock the contract advances (ManualClockObject, a
 // SluiceDurableObject with another clock): on the wall clock, fixed windows of 300 ms
 // aligned to the epoch would now and then put two takes of one test in two windows.
-// onError 'deny' and the failure check make sure every answer came from an object.
+// onError 'deny' and the failure check make sure every answer came from an object. The
+// model-based test runs there too, on fewer sequences: each call is a round trip to workerd.
 let objects: Awaited<ReturnType<typeof startObjects>>
 const failures: DurableObjectStoreError[] = []
 
@@ -26,16 +28,24 @@ afterEach(() => {
   expect(failures).toEqual([])
 })
 
-runStoreContract(
-  'durableObjectStore (objects in workerd)',
-  () =>
-    durableObjectStore({
-      namespace: objects.manual as unknown as DurableObjectNamespaceLike,
-      shards: 4,
-      prefix: `contract-${Date.now()}`,
-      timeout: '5s',
-      onError: 'deny',
-      onFailure: (error) => failures.push(error),
-    }),
-  { advance: (ms) => objects.advance(ms) },
-)
+/** A store on the ManualClock objects whose every answer must come from an object. */
+function onObjects(prefix: string) {
+  return durableObjectStore({
+    namespace: objects.manual as unknown as DurableObjectNamespaceLike,
+    shards: 4,
+    prefix: `${prefix}-${Date.now()}`,
+    timeout: '5s',
+    onError: 'deny',
+    onFailure: (error) => failures.push(error),
+  })
+}
+
+runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('contract'), {
+  advance: (ms) => objects.advance(ms),
+})
+
+runStoreModel('durableObjectStore (objects in workerd)', () => onObjects('model'), {
+  clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
+  leaseTtlMs: 60_000,
+  runs: 15,
+})

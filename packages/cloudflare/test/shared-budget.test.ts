@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { compilePolicy } from '@sluice/http/adapter'
+import { compilePolicy } from '@sluice/keyed/store'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DurableObjectNamespaceLike, durableObjectStore } from '../src/index'

@@ -74,6 +74,10 @@ export async function startObjects(more: WorkerOptions[] = []) {
     async advance(ms: number) {
       await (await mf.dispatchFetch(`http://objects/advance?ms=${ms}`)).text()
     },
+    /** The time of the objects' ManualClock. */
+    async now(): Promise<number> {
+      return Number(await (await mf.dispatchFetch('http://objects/advance?ms=0')).text())
+    },
     async dispose() {
       await mf.dispose()
       objects.remove()

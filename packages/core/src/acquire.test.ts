@@ -336,7 +336,7 @@ describe('acquire input', () => {
     )
     await expect(limiter.acquire(1, { timeout: '5 s' as never })).rejects.toThrow(
       new RangeError(
-        `${name}.acquire: "timeout" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "5 s"`,
+        `${name}.acquire: "timeout" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "5 s" (did you mean '5s'?)`,
       ),
     )
     await expect(limiter.acquire(1, { signal: {} as never })).rejects.toThrow(

@@ -77,11 +77,13 @@ export function normalizeSpec(spec: LimiterSpec, label?: string, prefix = ''): N
       `${label ?? 'createLimiter'}: spec must be an object, got ${describe(spec)}`,
     )
   }
-  const definition = algorithmDefinition(spec.algorithm, label, `${prefix}algorithm`)
+  // Own properties only: a polluted Object.prototype must not pick an algorithm or a size.
+  const algorithm = Object.hasOwn(spec, 'algorithm') ? spec.algorithm : undefined
+  const definition = algorithmDefinition(algorithm, label, `${prefix}algorithm`)
   const factory = label ?? definition.factory
   const known = [...definition.options, 'algorithm', 'name', 'clock']
-  readOptions(factory, spec, known)
-  return definition.normalize(spec as Readonly<Record<string, unknown>>, factory, prefix)
+  const own = readOptions(factory, spec, known)
+  return definition.normalize(own as Readonly<Record<string, unknown>>, factory, prefix)
 }
 
 /**

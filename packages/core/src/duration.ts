@@ -13,6 +13,43 @@ const SCALE: Record<string, [exponent: string, factor: number]> = {
   d: ['e3', 86_400],
 }
 
+/** Unit words people write, by the unit a duration string takes. */
+const UNIT_WORDS: Record<string, string> = {
+  ms: 'ms',
+  msec: 'ms',
+  msecs: 'ms',
+  millisecond: 'ms',
+  milliseconds: 'ms',
+  s: 's',
+  sec: 's',
+  secs: 's',
+  second: 's',
+  seconds: 's',
+  m: 'm',
+  min: 'm',
+  mins: 'm',
+  minute: 'm',
+  minutes: 'm',
+  h: 'h',
+  hr: 'h',
+  hrs: 'h',
+  hour: 'h',
+  hours: 'h',
+  d: 'd',
+  day: 'd',
+  days: 'd',
+}
+
+/**
+ * The duration string meant by one sluice cannot read: `'1 minute'` (@fastify/rate-limit's
+ * and ms's style) is `'1m'`, `'30 Seconds'` is `'30s'`. `undefined` when nothing fits.
+ */
+function meant(value: string): string | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-z]+)\s*$/i.exec(value)
+  const unit = match === null ? undefined : UNIT_WORDS[(match[2] as string).toLowerCase()]
+  return unit === undefined ? undefined : `${match?.[1]}${unit}`
+}
+
 /**
  * Converts a {@link Duration} to milliseconds: a finite non-negative number is taken as
  * milliseconds; a string is a decimal number followed by `ms`, `s`, `m`, `h` or `d`.
@@ -37,7 +74,8 @@ export function parseDuration(value: Duration, optionLabel = 'duration'): number
       if (Number.isFinite(ms)) return ms
     }
   }
+  const suggestion = typeof value === 'string' ? meant(value) : undefined
   throw new RangeError(
-    `${optionLabel} must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got ${describe(value)}`,
+    `${optionLabel} must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got ${describe(value)}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}`,
   )
 }

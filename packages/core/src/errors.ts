@@ -15,6 +15,8 @@ export interface RateLimitErrorOptions {
   retryAfterMs?: number
   /** Replaces the default message. */
   message?: string
+  /** The partition (priority) of a concurrency limiter that refused, when it has priorities. */
+  partition?: string
 }
 
 const DEFAULT_MESSAGES: Record<RateLimitErrorCode, string> = {
@@ -46,6 +48,11 @@ export class RateLimitError extends Error {
   readonly retryAfterMs: number
   /** The refusing limiter's `name`. */
   readonly limiter: string
+  /**
+   * For a concurrency limiter: the partition that refused, named after the request's
+   * priority (`'sheddable'`, `'critical'`, `'7'`).
+   */
+  readonly partition?: string
 
   constructor(code: RateLimitErrorCode, options: RateLimitErrorOptions) {
     const retryAfterMs = options.retryAfterMs ?? 0
@@ -55,6 +62,7 @@ export class RateLimitError extends Error {
     this.code = code
     this.retryAfterMs = retryAfterMs
     this.limiter = options.limiter
+    if (options.partition !== undefined) this.partition = options.partition
   }
 }
 

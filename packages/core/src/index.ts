@@ -31,6 +31,7 @@ export { parseDuration } from './duration'
 export { RateLimitError, type RateLimitErrorCode, type RateLimitErrorOptions } from './errors'
 export { fixedWindow } from './fixed-window/fixed-window'
 export { leakyBucket } from './leaky-bucket/leaky-bucket'
+export { PRIORITIES } from './priority/priority'
 export { slidingWindow } from './sliding-window/sliding-window'
 export { tokenBucket } from './token-bucket/token-bucket'
 export type {
@@ -40,13 +41,19 @@ export type {
   ConcurrencyLimiter,
   ConcurrencyOptions,
   Duration,
+  EnterOptions,
   FixedWindowOptions,
   LeakyBucketOptions,
   Limiter,
   LimiterSpec,
   NormalizedRateSpec,
   NormalizedSpec,
+  Partitions,
   Permit,
+  Priority,
+  PriorityName,
+  PriorityOptions,
+  QueuePolicy,
   RateLimiter,
   RateLimiterSpec,
   SlidingWindowOptions,

@@ -1,6 +1,7 @@
 import { parseDuration } from './duration'
+import { DEFAULT_PRIORITY, readPriority } from './priority/priority'
 import type { Duration } from './types'
-import { describe } from './validation'
+import { describe, readInteger } from './validation'
 
 // Checks made per call (permits, wait options) rather than at construction; those live
 // in validation.ts.
@@ -58,4 +59,59 @@ export function readWaitOptions(
  */
 export function nudge(base: number, delay: number, attempt: number): number {
   return delay + Math.max(Math.abs(base + delay), 1) * Number.EPSILON * 2 ** attempt
+}
+
+/** The validated `permits` and `priority` of a concurrency limiter's `tryEnter` or `enter`. */
+export interface EnterSettings {
+  permits: number
+  priority: number
+}
+
+const DEFAULT_ENTER: EnterSettings = { permits: 1, priority: DEFAULT_PRIORITY }
+
+/**
+ * `tryEnter`'s argument: a permit count, or `{ permits, priority }`. The plain forms
+ * (nothing, or a number) allocate nothing.
+ */
+export function readEnterOptions(method: string, options: unknown): EnterSettings {
+  if (options === undefined) return DEFAULT_ENTER
+  if (typeof options !== 'object' || options === null) {
+    const permits = options as number
+    if (!isPermitCount(permits)) throw invalidPermits(method, options)
+    return permits === 1 ? DEFAULT_ENTER : { permits, priority: DEFAULT_PRIORITY }
+  }
+  if (Array.isArray(options)) {
+    throw new TypeError(`${method}: options must be an object, got ${describe(options)}`)
+  }
+  for (const name of Object.keys(options)) {
+    if (name !== 'permits' && name !== 'priority') {
+      throw new TypeError(`${method}: unknown option "${name}" (known: permits, priority)`)
+    }
+  }
+  const { permits = 1, priority } = options as { permits?: unknown; priority?: unknown }
+  if (!isPermitCount(permits as number)) throw invalidPermits(method, permits)
+  return { permits: permits as number, priority: readPriority(method, priority) }
+}
+
+/**
+ * `enter`'s options: `timeout`, `signal`, `permits` and `priority`, validated. `priority`
+ * is read apart from the waiting options every limiter shares.
+ */
+export function readEnterWaitOptions(
+  method: string,
+  options: unknown,
+): WaitSettings & EnterSettings {
+  const hasPriority = typeof options === 'object' && options !== null && 'priority' in options
+  const { priority, ...rest } = hasPriority ? (options as { priority?: unknown }) : {}
+  const wait = readWaitOptions(method, hasPriority ? rest : options, ['permits'])
+  const permits = (options as { permits?: unknown } | undefined)?.permits ?? 1
+  if (!isPermitCount(permits as number)) throw invalidPermits(method, permits)
+  return { ...wait, permits: permits as number, priority: readPriority(method, priority) }
+}
+
+/** `maxQueue`: a non-negative integer or `Infinity`, 0 when absent. */
+export function readMaxQueue(factory: string, option: string, value: unknown): number {
+  if (value === undefined) return 0
+  if (value === Number.POSITIVE_INFINITY) return value
+  return readInteger(factory, option, value, 0, 'a non-negative integer or Infinity')
 }

@@ -69,6 +69,62 @@ export interface Permit extends Disposable {
   release(): void
 }
 
+/**
+ * How important a request is: `'sheddable'` (0), `'default'` (1), `'critical'` (2), or any
+ * finite number (higher is more important). Under overload the lowest is refused first.
+ */
+export type Priority = PriorityName | number
+
+/** The named priorities. */
+export type PriorityName = 'critical' | 'default' | 'sheddable'
+
+/**
+ * How the wait queue behaves once waiting stops helping:
+ * - `'fifo'`: first come, first served within a priority, until `maxQueue` or the timeout;
+ * - `'codel'`: as Facebook's and folly's CoDel queues do, a priority whose waiters all
+ *   waited longer than `queueTarget` over a whole `queueInterval` is overloaded: its
+ *   newcomers that would wait longer than the target are refused at once, and its waiters
+ *   past twice the target are dropped, oldest first;
+ * - `'adaptive-lifo'`: CoDel's rules, and while a priority is overloaded its newest waiter
+ *   is served first (Facebook's adaptive LIFO): the oldest, whose callers have most likely
+ *   given up, are the ones dropped.
+ */
+export type QueuePolicy = 'fifo' | 'codel' | 'adaptive-lifo'
+
+/**
+ * Guaranteed shares of the limit, by priority: `{ critical: 0.5 }` keeps half the permits
+ * for critical requests. A share another priority does not use is lent, and taken back:
+ * once its owner waits, the next permit released goes to it. Shares are in (0, 1] and sum
+ * to at most 1; priorities not listed share what is left.
+ */
+export type Partitions = Readonly<Partial<Record<PriorityName, number>> & Record<string, number>>
+
+/** The options every prioritized limiter and bulkhead takes. */
+export interface PriorityOptions {
+  /** Guaranteed shares of the limit, by priority. Default: none. */
+  partitions?: Partitions
+  /** How the queue sheds once waiting stops helping. Default `'fifo'`. */
+  queuePolicy?: QueuePolicy
+  /** `'codel'` and `'adaptive-lifo'`: the queueing delay to keep below. Default `'5ms'`. */
+  queueTarget?: Duration
+  /**
+   * `'codel'` and `'adaptive-lifo'`: how long every waiter must have waited longer than
+   * the target before a priority counts as overloaded. Default `'100ms'`.
+   */
+  queueInterval?: Duration
+}
+
+/** What `tryEnter` and `enter` of a concurrency limiter take besides waiting options. */
+export interface EnterOptions {
+  /** Permits to hold. Default 1. */
+  permits?: number
+  /**
+   * How important the caller is: `'critical'`, `'default'` (the default), `'sheddable'`
+   * or any finite number (higher is more important). Under overload the lowest is refused first.
+   */
+  priority?: Priority
+}
+
 /** A bulkhead: permits in flight, no time axis. */
 export interface ConcurrencyLimiter extends Limiter {
   readonly max: number
@@ -77,12 +133,21 @@ export interface ConcurrencyLimiter extends Limiter {
   readonly inFlight: number
   /** Callers currently waiting in `enter`. */
   readonly queued: number
-  /** Frees permits taken with `tryAcquire`; releasing more than is held throws. */
+  /**
+   * Frees permits taken with `tryAcquire` (counted at the default priority); releasing
+   * more than is held throws.
+   */
   release(permits?: number): void
-  /** A `Permit` for `permits` (default 1), or `undefined` when full. */
-  tryEnter(permits?: number): Permit | undefined
-  /** Waits in a FIFO queue of at most `maxQueue` for a `Permit`. */
-  enter(options?: WaitOptions & { permits?: number }): Promise<Permit>
+  /**
+   * A `Permit` for `permits` (default 1; or `{ permits, priority }`), or `undefined` when
+   * full or when a waiter goes first.
+   */
+  tryEnter(options?: number | EnterOptions): Permit | undefined
+  /**
+   * Waits for a `Permit` in a queue of at most `maxQueue`: by priority, then first come,
+   * first served (see `queuePolicy`).
+   */
+  enter(options?: WaitOptions & EnterOptions): Promise<Permit>
 }
 
 /** Options every factory takes. */
@@ -124,14 +189,17 @@ export interface WarmUpTokenBucketOptions extends TokenBucketOptions {
   warmUp: Duration
 }
 
-export interface ConcurrencyOptions extends CommonOptions {
+export interface ConcurrencyOptions extends CommonOptions, PriorityOptions {
   /** Permits that may be in flight at once. */
   max: number
-  /** Callers that may wait in `enter`. Default 0. */
+  /**
+   * Callers that may wait in `enter`. Default 0. Callers owed a permit by their partition,
+   * or outranking requests in flight, may wait besides.
+   */
   maxQueue?: number
 }
 
-type SpecOf<A extends string, O> = { algorithm: A } & Omit<O, 'clock'>
+type SpecOf<A extends string, O> = { algorithm: A } & Omit<O, 'clock' | keyof PriorityOptions>
 
 /** A plain, serialisable description of any limiter: what the HTTP layer and stores share. */
 export type LimiterSpec =

@@ -101,7 +101,7 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     'window typo',
     () => leakyBucket({ limit: 1, window: '1 sec' as never }),
     RangeError,
-    `leakyBucket: "window" ${DURATION_RULE}, got "1 sec"`,
+    `leakyBucket: "window" ${DURATION_RULE}, got "1 sec" (did you mean '1s'?)`,
   ],
   [
     'slots 0',

@@ -69,6 +69,11 @@ export function suggest(name: string, known: Iterable<string>): string | undefin
  * libraries use to the advice to give (`windowMs: 'use "window"'`); otherwise the
  * closest known name is suggested.
  *
+ * Returns the options as a copy of their own properties on an object without a
+ * prototype: read through it, an option nobody gave is `undefined` even when another bug
+ * of the app has polluted `Object.prototype` (`Object.prototype.dryRun = true` must not
+ * turn every limiter off).
+ *
  * Optional options are the caller's to default (`options = {}`): `undefined` is refused.
  * @example
  * ```ts
@@ -100,7 +105,7 @@ export function readOptions<T extends object>(
           : ` (did you mean "${closest}"?)`
     throw new TypeError(`${factory}: unknown option "${name}"${advice}`)
   }
-  return value
+  return Object.assign(Object.create(null) as T, value)
 }
 
 /**

@@ -7,11 +7,8 @@ export interface Waitable {
   readonly name: string
   /** Takes `permits` if there is room now, ignoring queued waiters. */
   take(permits: number): boolean
-  /**
-   * Milliseconds until `take(permits)` would pass with no further traffic, or `undefined`
-   * when time alone frees nothing (a bulkhead waits for releases, which call `drain`).
-   */
-  delay(permits: number): number | undefined
+  /** Milliseconds until `take(permits)` would pass with no further traffic. */
+  delay(permits: number): number
 }
 
 interface Waiter {
@@ -27,13 +24,12 @@ interface Waiter {
 const ignore = (): void => {}
 
 /**
- * The FIFO queue of callers waiting for permits, shared by the window limiters and the
- * concurrency limiter (GCRA limiters reserve future permits instead). Only the head is
- * served, and the owner's `tryAcquire` refuses while anyone waits, so a steady stream of
- * `tryAcquire` callers cannot starve a waiter. For a time-based owner, one clock sleep at
- * a time wakes the queue when the head's permits free up; a concurrency owner calls
- * `drain` on each release. Each waiter with a timeout has its own sleep, cancelled when
- * it settles.
+ * The FIFO queue of callers waiting for permits of a window limiter (GCRA limiters reserve
+ * future permits instead; concurrency limiters have their own queue, by priority, in
+ * `priority/slot-queue.ts`). Only the head is served, and the owner's `tryAcquire` refuses
+ * while anyone waits, so a steady stream of `tryAcquire` callers cannot starve a waiter.
+ * One clock sleep at a time wakes the queue when the head's permits free up. Each waiter
+ * with a timeout has its own sleep, cancelled when it settles.
  */
 export class WaitQueue {
   private readonly waiters = new Set<Waiter>()
@@ -70,9 +66,8 @@ export class WaitQueue {
   /** Waits for `permits` (already validated, ≤ the capacity) up to `timeoutMs`. */
   wait(permits: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
     if (this.waiters.size === 0 && this.owner.take(permits)) return Promise.resolve()
-    // Even with nobody ahead the permits are this far away: fail fast, don't sleep. Without
-    // a time axis the only wait known to be hopeless is none at all.
-    const delay = this.owner.delay(permits) ?? (timeoutMs === 0 ? Number.POSITIVE_INFINITY : 0)
+    // Even with nobody ahead the permits are this far away: fail fast, don't sleep.
+    const delay = this.owner.delay(permits)
     if (delay > timeoutMs) return Promise.reject(this.timeoutError(permits, timeoutMs, delay))
     return new Promise<void>((resolve, reject) => {
       const timer = timeoutMs === Number.POSITIVE_INFINITY ? undefined : new AbortController()
@@ -94,7 +89,7 @@ export class WaitQueue {
     })
   }
 
-  /** Serves the queue head while it fits; otherwise sleeps until it could (time-based owners). */
+  /** Serves the queue head while it fits; otherwise sleeps until it could. */
   drain(): void {
     for (let head = this.head(); head !== undefined; head = this.head()) {
       if (this.owner.take(head.permits)) {
@@ -103,7 +98,6 @@ export class WaitQueue {
         continue
       }
       const delay = this.owner.delay(head.permits)
-      if (delay === undefined) break
       if (this.clock.now() + delay > head.deadline) {
         this.settle(head)
         head.reject(this.timeoutError(head.permits, undefined, delay))
@@ -165,13 +159,12 @@ export class WaitQueue {
   private timeoutError(
     permits: number,
     timeoutMs: number | undefined,
-    delay: number | undefined,
+    delay: number,
   ): RateLimitError {
     const within = timeoutMs === undefined ? 'before the timeout' : `within ${timeoutMs} ms`
     return new RateLimitError('ERR_SLUICE_TIMEOUT', {
       limiter: this.owner.name,
-      // A bulkhead cannot tell when a slot frees: 0 means unknown.
-      retryAfterMs: delay ?? 0,
+      retryAfterMs: delay,
       message: `${this.owner.name}: ${permits} permit(s) not available ${within}`,
     })
   }

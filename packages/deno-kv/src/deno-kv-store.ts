@@ -1,18 +1,13 @@
 import type { Clock, Duration } from '@sluice/core'
-import {
-  describe,
-  readClock,
-  readInteger,
-  readOptions,
-  readPositiveDuration,
-} from '@sluice/core/validation'
-import type { AsyncStore, Policy, PolicyResult } from '@sluice/keyed'
+import { describe, readClock, readInteger, readOptions, typeError } from '@sluice/core/validation'
+import type { AsyncStore, Policy } from '@sluice/keyed'
 import {
   checkBlock,
   checkCost,
+  readLeaseTtl,
   type StoredRecord,
-  type StoredResult,
   StoredState,
+  withPolicies,
 } from '@sluice/keyed/store'
 
 /** A Deno KV key: an array of parts. */
@@ -47,7 +42,12 @@ export interface KvLike {
 export interface DenoKvStoreOptions {
   /** The database: `await Deno.openKv()` (a local file, or Deno Deploy's KV). */
   kv: KvLike
-  /** The first parts of every key the store writes: stores with different prefixes share nothing. Default `['sluice']`. */
+  /**
+   * The first parts of every key the store writes: stores with different prefixes share
+   * nothing, and `resetAll` deletes every key under it. One part at least, each a string,
+   * number, bigint, boolean or Uint8Array, together at most 512 bytes of a KV key.
+   * Default `['sluice']`.
+   */
   prefix?: KvKey
   /**
    * How long a concurrency slot is held at most: a process that dies while holding one
@@ -133,11 +133,8 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
       `${FACTORY}: "kv" must be a Deno KV database (await Deno.openKv()), got ${describe(kv)}`,
     )
   }
-  const prefix = options.prefix ?? ['sluice']
-  if (!Array.isArray(prefix)) {
-    throw new TypeError(`${FACTORY}: "prefix" must be an array (a KV key), got ${describe(prefix)}`)
-  }
-  const leaseTtlMs = readPositiveDuration(FACTORY, 'leaseTtl', options.leaseTtl, '1m')
+  const prefix = readPrefix(options.prefix)
+  const leaseTtlMs = readLeaseTtl(FACTORY, options.leaseTtl)
   const attempts =
     options.attempts === undefined
       ? 16
@@ -220,7 +217,12 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     async take(key, policies, cost) {
       checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }
-      const taken = await transact(key, policies, (state) => state.take(cost, leaseTtlMs))
+      // Named once for every attempt: an attempt whose commit went through unanswered
+      // (the database locked on the way back) is found by it, and counts once.
+      const lease = policies.some((policy) => policy.spec.algorithm === 'concurrency')
+        ? crypto.randomUUID()
+        : undefined
+      const taken = await transact(key, policies, (state) => state.take(cost, leaseTtlMs, lease))
       return { allowed: taken.allowed, results: withPolicies(taken.results, policies) }
     },
 
@@ -266,13 +268,62 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   }
 }
 
-function withPolicies(
-  results: readonly StoredResult[],
-  policies: readonly Policy[],
-): PolicyResult[] {
-  return results.map((result, i) => ({
-    ...result,
-    policy: policies[i]!,
-    limit: policies[i]!.limit,
-  }))
+/**
+ * Deno KV keys hold at most 2048 bytes, encoded (a string part is its UTF-8 and two bytes
+ * more); the store's keys are the prefix, the client key and the policy id. A client key
+ * kept verbatim has at most 256 UTF-16 code units (longer ones are kept as a digest), up
+ * to 770 bytes; a policy id (a name of at most 128 ASCII characters and the spec's
+ * numbers) about 300: 512 bytes leave both room.
+ */
+const MAX_PREFIX_BYTES = 512
+
+const utf8 = new TextEncoder()
+
+/** The bytes a key part takes in a KV key, or undefined for a value KV refuses as a part. */
+function partBytes(part: unknown): number | undefined {
+  // Strings and bytes are framed by a type byte and a 0 byte; their own 0 bytes are escaped.
+  if (typeof part === 'string') {
+    return utf8.encode(part).length + part.split('\u0000').length + 1
+  }
+  if (part instanceof Uint8Array) return part.length + part.filter((byte) => byte === 0).length + 2
+  if (typeof part === 'number') return 9
+  if (typeof part === 'boolean') return 1
+  if (typeof part === 'bigint') {
+    const magnitude = part < 0n ? -part : part
+    return Math.ceil(magnitude.toString(16).length / 2) + 2
+  }
+  // The type lists symbol parts too, but Deno refuses them ("expected string, number, ...").
+  return undefined
+}
+
+/** The prefix option: a KV key Deno KV can extend with a client key and a policy id. */
+function readPrefix(value: unknown): KvKey {
+  if (value === undefined) return ['sluice']
+  if (!Array.isArray(value)) {
+    throw typeError(FACTORY, 'prefix', 'must be an array (a KV key)', value)
+  }
+  if (value.length === 0) {
+    throw new RangeError(
+      `${FACTORY}: "prefix" must have at least one part (resetAll deletes every key under it, and under [] that is the whole database), got []`,
+    )
+  }
+  let bytes = 0
+  for (let i = 0; i < value.length; i++) {
+    const size = partBytes(value[i])
+    if (size === undefined) {
+      throw typeError(
+        FACTORY,
+        `prefix[${i}]`,
+        'must be a string, number, bigint, boolean or Uint8Array (a Deno KV key part)',
+        value[i],
+      )
+    }
+    bytes += size
+  }
+  if (bytes > MAX_PREFIX_BYTES) {
+    throw new RangeError(
+      `${FACTORY}: "prefix" must take at most ${MAX_PREFIX_BYTES} bytes of a KV key (KV keys hold 2048; the client key and the policy id need the rest), got ${bytes} bytes`,
+    )
+  }
+  return [...value]
 }

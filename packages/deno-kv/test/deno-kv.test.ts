@@ -10,8 +10,8 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 // Deno KV is still behind a flag in Deno 2.9.
 const DENO = ['run', '--unstable-kv', '--allow-read', '--allow-write', '--allow-env']
 
-// The store contract every sluice store passes, inside Deno on Deno KV (its tests run in
-// Deno through the same vitest shim as the Hono scenarios).
+// The store contract and the model-based store test every sluice store passes, inside Deno
+// on Deno KV (its tests run in Deno through the same vitest shim as the Hono scenarios).
 const contract = await bundle(join(here, 'deno/contract.ts'))
 try {
   const { exitCode, stdout, stderr } = await execute(binaries.deno, [...DENO, contract.file])

@@ -1,12 +1,15 @@
-import {
-  isPromiseLike,
-  type Outcome,
-  type Refusal,
-  type RequestAccessors,
-  type ResponseAccessors,
-} from '@sluice/http/adapter'
-import { isClientGone, requestSignal, whenResponseOver } from '@sluice/http/node'
+import type { Decision } from '@sluice/http'
+import type { RequestAccessors } from '@sluice/http/adapter'
+import { headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
 import type { NextFunction, Request, Response } from 'express'
+
+/** What `onLimited` is called with in Express. */
+export type OnLimited = (
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  decision: Decision,
+) => unknown
 
 /**
  * How `@sluice/http` reads an Express request: `req.ip` is proxy-aware (it honours the
@@ -20,67 +23,44 @@ export const expressRequest: RequestAccessors<Request> = {
     const path: unknown = req.route?.path
     return path === undefined ? undefined : `${req.baseUrl}${String(path)}`
   },
-  header: (req, name) => {
-    const value = req.headers[name]
-    return Array.isArray(value) ? value.join(', ') : value
-  },
+  header: (req, name) => headerOf(req.headers, name),
   // Express swaps every request's prototype, after which V8 makes a new hidden class for
   // each property added to it (about 1 µs a property); res.locals, a dictionary made per
   // request, takes a symbol-keyed mark for a fraction of that.
   slot: (req) => req.res?.locals ?? req,
+  proxy: {
+    texts: {
+      permissive:
+        "Express's `trust proxy` is true, so req.ip is the leftmost X-Forwarded-For address, which any client can set: every request can pick its own rate-limit key. Set `trust proxy` to the number of proxies in front of the app, or to their addresses.",
+      untrusted:
+        "An X-Forwarded-For header arrived while Express's `trust proxy` is off: if the app runs behind a proxy, every client shares the proxy's address and one rate-limit key. Set `trust proxy` (e.g. app.set('trust proxy', 1)); the header is ignored until then.",
+      noProxy: (watched) =>
+        `Express's \`trust proxy\` is on, but none of the first ${watched} requests carried X-Forwarded-For: if no proxy is in front of the app, any client can send that header and choose its own rate-limit key. Turn \`trust proxy\` off, or check that the proxy sets the header.`,
+    },
+    view: (req) => {
+      const setting: unknown = req.app.get('trust proxy')
+      return {
+        trusted: Boolean(setting),
+        permissive: setting === true,
+        forwarded: req.headers['x-forwarded-for'] !== undefined,
+      }
+    },
+  },
 }
 
-/** How `@sluice/http` writes to and watches an Express response. */
-export const expressResponse: ResponseAccessors<Request, Response> = {
+/** How `@sluice/http/node` writes to, answers and watches an Express response. */
+export const expressResponse: NodeAccessors<Request, Response, NextFunction> = {
   getHeader: (res, name) => res.getHeader(name),
   setHeader: (res, name, value) => {
     res.setHeader(name, value)
   },
   signal: requestSignal,
   status: (res) => res.statusCode,
-}
-
-function send(res: Response, status: number, refusal: Refusal): void {
-  res.status(status).set('Content-Type', refusal.contentType).send(refusal.body)
-}
-
-/**
- * Carries out an outcome in Express: the next handler for a pass (with the response
- * watched when the outcome holds something), `onLimited` or the prepared refusal.
- * `proceed` replaces `next()` for a decorated method.
- */
-export function answer<D>(
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  outcome: Outcome,
-  onLimited:
-    | ((req: Request, res: Response, next: NextFunction, decision: D) => unknown)
-    | undefined,
-  proceed: (() => void) | undefined,
-): void {
-  if (outcome.action === 'refuse') {
-    if (onLimited !== undefined) {
-      const handled = onLimited(req, res, next, outcome.decision as D)
-      if (isPromiseLike(handled)) Promise.resolve(handled).then(undefined, next)
-      return
-    }
-    const refusal = outcome.refusal()
-    if (isPromiseLike(refusal))
-      Promise.resolve(refusal).then((r) => send(res, outcome.status, r), next)
-    else send(res, outcome.status, refusal)
-    return
-  }
-  if (outcome.holds) {
-    whenResponseOver(req, res, outcome)
-    // A client that left while the request waited: its slot is already free, nobody to answer.
-    if (isClientGone(req, res)) return
-  }
-  if (proceed === undefined) next()
-  else proceed()
-}
-
-/** A failure with a client still there goes to Express's error handling. */
-export function fail(req: Request, res: Response, next: NextFunction, error: unknown): void {
-  if (!isClientGone(req, res)) next(error)
+  incoming: (req) => req,
+  outgoing: (res) => res,
+  send: (_req, res, status, { contentType, body }) => {
+    res.status(status).set('Content-Type', contentType).send(body)
+  },
+  limited: (onLimited, req, res, next, decision) =>
+    (onLimited as OnLimited)(req, res, next, decision),
 }

@@ -1,7 +1,7 @@
 import { methodDecorator } from '@sluice/http/adapter'
 import type { NextFunction, Request, Response } from 'express'
 import { type BulkheadOptions, createBulkhead } from './bulkhead'
-import { type RateLimitOptions, rateLimit } from './rate-limit'
+import { createRateLimit, type RateLimitOptions } from './rate-limit'
 
 /** A class method Express calls as a route handler. */
 export type HandlerMethod<This> = (
@@ -15,8 +15,11 @@ export type HandlerMethod<This> = (
 const isError = (value: unknown) => value !== undefined && value !== 'route' && value !== 'router'
 
 /**
- * Calls the original method and routes its failure to `next(err)` after `onError`: the
- * wrapper returns nothing to Express, so a rejected promise would otherwise be lost.
+ * Runs the original method; the promise it returns is its work: settled when the method
+ * returns (or its promise settles), rejected when it throws, rejects or calls `next(err)`.
+ * A failure is the caller's to hand to `next`, once the middleware has seen it (a slot
+ * is freed before the error handler answers). A `next(err)` that comes after the method
+ * returned goes straight to Express.
  */
 function invoke<This>(
   method: HandlerMethod<This>,
@@ -24,25 +27,47 @@ function invoke<This>(
   req: Request,
   res: Response,
   next: NextFunction,
-  onError: () => void,
-): void {
-  const fail = (error: unknown) => {
-    onError()
-    next(error)
-  }
-  const guardedNext: NextFunction = (value?: unknown) => {
-    if (isError(value)) onError()
-    next(value as 'route')
-  }
-  try {
-    const result = method.call(self, req, res, guardedNext)
-    if (result instanceof Promise) result.catch(fail)
-  } catch (error) {
-    fail(error)
-  }
+): Promise<void> {
+  let settled = false
+  return new Promise<void>((resolve, reject) => {
+    const settle = (error?: unknown) => {
+      settled = true
+      if (error === undefined) resolve()
+      else reject(error)
+    }
+    const guardedNext: NextFunction = (value?: unknown) => {
+      if (!isError(value)) next(value as 'route')
+      if (settled) {
+        if (isError(value)) next(value)
+        return
+      }
+      settle(isError(value) ? value : undefined)
+    }
+    try {
+      const result = method.call(self, req, res, guardedNext)
+      if (result instanceof Promise)
+        result.then(
+          () => settle(),
+          (error: unknown) => settle(error ?? new Error('rejected')),
+        )
+      else settle()
+    } catch (error) {
+      settle(error)
+    }
+  })
 }
 
-const nothing = () => {}
+type Run = (req: Request, res: Response, next: NextFunction) => unknown
+
+/** The method run behind a middleware, with what fails handed to Express. */
+function behind<This>(run: Run, method: HandlerMethod<This>, self: This) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const answered = run(req, res, (value?: unknown) =>
+      value === undefined ? invoke(method, self, req, res, next) : next(value as 'route'),
+    )
+    if (answered instanceof Promise) answered.then(undefined, next)
+  }
+}
 
 /**
  * A TC39 method decorator: rate-limits a class-based Express handler
@@ -61,26 +86,18 @@ const nothing = () => {}
  * app.post('/users', (req, res, next) => users.create(req, res, next))
  * ```
  */
-export function RateLimit(options: RateLimitOptions = {}) {
-  const middleware = rateLimit(options)
-  // The replacement answers through res/next and returns nothing: Express ignores a
-  // handler's result once errors are routed to next(), which invoke() does.
-  return methodDecorator<HandlerMethod<unknown>>(
-    'RateLimit',
-    (method, self) => (req, res, next) => {
-      middleware(req, res, (value?: unknown) => {
-        if (value !== undefined) next(value as 'route')
-        else invoke(method, self, req, res, next, nothing)
-      })
-    },
+export function RateLimit(options?: RateLimitOptions) {
+  const { run } = createRateLimit(options, 'RateLimit')
+  return methodDecorator<HandlerMethod<unknown>>('RateLimit', (method, self) =>
+    behind(run, method, self),
   )
 }
 
 /**
  * A TC39 method decorator: runs a class-based Express handler inside a bulkhead, like
- * `bulkhead(options)` in front of it. The slot is released exactly once: when the
- * response finishes or closes, or at once when the method throws, rejects or calls
- * `next(err)`.
+ * `bulkhead(options)` in front of it. The slot is held until the method's work is over
+ * (it returned, or its promise settled) and its response too, and freed at once when the
+ * method throws, rejects or calls `next(err)`, before the error handler answers.
  *
  * @example
  * ```ts
@@ -92,9 +109,9 @@ export function RateLimit(options: RateLimitOptions = {}) {
  * }
  * ```
  */
-export function Bulkhead(options: BulkheadOptions = {}) {
+export function Bulkhead(options?: BulkheadOptions) {
   const { run } = createBulkhead(options, 'Bulkhead')
-  return methodDecorator<HandlerMethod<unknown>>('Bulkhead', (method, self) => (req, res, next) => {
-    run(req, res, next, (release) => invoke(method, self, req, res, next, release))
-  })
+  return methodDecorator<HandlerMethod<unknown>>('Bulkhead', (method, self) =>
+    behind(run, method, self),
+  )
 }

@@ -8,10 +8,15 @@
  */
 import './request'
 
+export type {
+  ProxyValidateOption as ValidateOption,
+  ProxyWarningCode as ValidationCode,
+} from '@sluice/http'
 export {
   addressKey,
   type BlockOptions,
   type BulkheadEvent,
+  type BulkheadInfo,
   CHANNELS,
   type Decision,
   FALLBACK_KEY,
@@ -37,4 +42,3 @@ export {
 export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkhead'
 export { Bulkhead, type HandlerMethod, RateLimit } from './decorators'
 export { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from './rate-limit'
-export type { ValidateOption, ValidationCode } from './validations'

@@ -1,6 +1,6 @@
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type Store } from '@sluice/http'
-import { forgetWarnings } from '@sluice/http/adapter'
+import { forgetWarnings } from '@sluice/http/testing'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -111,7 +111,7 @@ describe('rateLimit (express)', () => {
     expect((await request(app).get('/key')).status).toBe(500)
     expect((await request(app).get('/cost')).status).toBe(500)
     expect(errors).toEqual([
-      'no key today',
+      'rateLimit: the "key" function failed: no key today',
       'rateLimit: "cost" must return a positive integer, got 0',
     ])
   })

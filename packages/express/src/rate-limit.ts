@@ -1,15 +1,8 @@
-import { readFunction } from '@sluice/core/validation'
-import type { Decision } from '@sluice/http'
-import {
-  type RateLimitOptions as HttpRateLimitOptions,
-  RateLimitEngine,
-  type RateLimitHandles,
-  whenSettled,
-  withRateLimitHandles,
-} from '@sluice/http/adapter'
+import type { RateLimitOptions as HttpRateLimitOptions, ProxyValidateOption } from '@sluice/http'
+import { RateLimitEngine, type RateLimitHandles, withRateLimitHandles } from '@sluice/http/adapter'
+import { respond } from '@sluice/http/node'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
-import { answer, expressRequest, expressResponse, fail } from './accessors'
-import { type ValidateOption, Validations } from './validations'
+import { expressRequest, expressResponse, type OnLimited } from './accessors'
 
 /**
  * Options of {@link rateLimit}: the options every sluice adapter shares, with Express's
@@ -20,43 +13,31 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response
    * Answers a refused request instead of the default `statusCode` + `message`. Headers and
    * `Retry-After` are already set; `req.rateLimit` holds the decision.
    */
-  onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown
-  /** One-time configuration warnings (see `ValidateOption`). Default: all on. */
-  validate?: ValidateOption
+  onLimited?: OnLimited
+  /** One-time configuration warnings (see `ProxyValidateOption`). Default: all on. */
+  validate?: ProxyValidateOption
 }
 
 /** The middleware `rateLimit()` returns: a request handler with a few handles on its state. */
 export interface RateLimitMiddleware extends RequestHandler, RateLimitHandles {}
 
-/** Builds the engine and the per-request runner behind `rateLimit()`. */
-function createRateLimit(
-  options: RateLimitOptions,
-  factory: string,
-): {
-  engine: RateLimitEngine<Request, Response>
-  run: (req: Request, res: Response, next: NextFunction, proceed?: () => void) => void
-} {
-  const engine = new RateLimitEngine<Request, Response>(
+/**
+ * Builds `rateLimit()` (or `@RateLimit()`, named by `factory`); `run` answers one request
+ * and returns what `respond` did, for a decorated method to follow.
+ */
+export function createRateLimit(options: RateLimitOptions | undefined, factory: string) {
+  const engine = new RateLimitEngine({
     options,
-    expressRequest,
-    expressResponse,
+    request: expressRequest,
+    response: expressResponse,
     factory,
-    ['onLimited', 'validate'],
-  )
-  const onLimited = readFunction(factory, 'onLimited', options.onLimited)
-  const validations = new Validations(factory, options.validate)
-  const run = (req: Request, res: Response, next: NextFunction, proceed?: () => void) => {
-    validations.check(req)
-    whenSettled(
-      engine.admit(req, res),
-      (outcome) => {
-        if (outcome.decision !== undefined) req.rateLimit = outcome.decision
-        answer(req, res, next, outcome, onLimited, proceed)
-      },
-      (error) => fail(req, res, next, error),
-    )
+  })
+  const run = (req: Request, res: Response, next: NextFunction) =>
+    respond(engine.admit(req, res), req, res, next, expressResponse)
+  function rateLimit(req: Request, res: Response, next: NextFunction): void {
+    run(req, res, next)
   }
-  return { engine, run }
+  return { run, middleware: withRateLimitHandles(rateLimit, engine) as RateLimitMiddleware }
 }
 
 /**
@@ -75,10 +56,6 @@ function createRateLimit(
  * app.post('/login', rateLimit({ limit: 5, window: '15m', key: keys.ip() }), login)
  * ```
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  const { engine, run } = createRateLimit(options, 'rateLimit')
-  function rateLimit(req: Request, res: Response, next: NextFunction): void {
-    run(req, res, next)
-  }
-  return withRateLimitHandles(rateLimit, engine)
+export function rateLimit(options?: RateLimitOptions): RateLimitMiddleware {
+  return createRateLimit(options, 'rateLimit').middleware
 }

@@ -1,4 +1,4 @@
-import type { RateLimitInfo } from '@sluice/http'
+import type { BulkheadInfo, RateLimitInfo } from '@sluice/http'
 
 declare global {
   namespace Express {
@@ -8,6 +8,11 @@ declare global {
        * resetMs, key, policy }`. With stacked limiters, the last one's.
        */
       rateLimit?: RateLimitInfo
+      /**
+       * The bulkhead slot this request runs in, with the `signal` that aborts when its
+       * client leaves or `holdTimeout` passes. With stacked bulkheads, the last one's.
+       */
+      bulkhead?: BulkheadInfo
     }
   }
 }

@@ -9,13 +9,19 @@ import {
   middlewareMemo,
   runAdapterScenarios,
 } from '@sluice/http/testing'
-import express, { type Request, type RequestHandler, type Response } from 'express'
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express'
 import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 
 function middleware(spec: MiddlewareSpec): RequestHandler {
+  if ('uncalled' in spec) return (spec.uncalled === 'rateLimit' ? rateLimit : bulkhead) as never
   return 'rateLimit' in spec
-    ? rateLimit({ ...spec.rateLimit, validate: false })
+    ? rateLimit({ validate: false, ...spec.rateLimit })
     : bulkhead(spec.bulkhead)
 }
 
@@ -28,7 +34,7 @@ function handler(spec: HandlerSpec): RequestHandler {
       return (req, res) => void res.status(spec.status).json(decision(req))
     case 'hold':
       return async (req, res) => {
-        await spec.gate.enter()
+        await spec.gate.enter(req.bulkhead?.signal)
         res.json(decision(req))
       }
     case 'throw':
@@ -36,12 +42,17 @@ function handler(spec: HandlerSpec): RequestHandler {
         throw new Error('handler failed')
       }
     case 'stream':
-      return async (_req, res) => {
+      return async (req, res) => {
         const body = new PassThrough()
         body.pipe(res)
         body.write('first\n')
-        await spec.gate.enter()
+        await spec.gate.enter(req.bulkhead?.signal)
         body.end('last\n')
+      }
+    case 'destroy':
+      return (_req, res, next) => {
+        res.destroy()
+        next(new Error('destroyed'))
       }
   }
 }
@@ -59,6 +70,13 @@ export const expressHarness: AdapterHarness = {
         ...(route.use ?? []).map((use) => built.get(use)),
         handler(route.handler),
       )
+    }
+    const { onError } = spec
+    if (onError !== undefined) {
+      app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+        onError(error)
+        res.status(500).end()
+      })
     }
     const server = createServer(app)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

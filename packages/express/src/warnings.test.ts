@@ -1,5 +1,5 @@
 import { ManualClock } from '@sluice/core'
-import { forgetWarnings } from '@sluice/http/adapter'
+import { forgetWarnings } from '@sluice/http/testing'
 import express, { type Request, type Response } from 'express'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'

@@ -1,11 +1,22 @@
-import {
-  isPromiseLike,
-  type Outcome,
-  type RequestAccessors,
-  type ResponseAccessors,
-} from '@sluice/http/adapter'
-import { isClientGone, requestSignal, whenResponseOver } from '@sluice/http/node'
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import diagnostics from 'node:diagnostics_channel'
+import type { Decision } from '@sluice/http'
+import type { RequestAccessors } from '@sluice/http/adapter'
+import { handlerDone, headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
+import type { HookHandlerDoneFunction as Done, FastifyReply, FastifyRequest } from 'fastify'
+
+/** What `onLimited` is called with in Fastify. */
+export type OnLimited = (req: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown
+
+/**
+ * Fastify's `trustProxy` option, which it keeps only among the options of the instance
+ * (under its `fastify.options` symbol): no public API reports it.
+ */
+function trustProxy(request: FastifyRequest): unknown {
+  for (let o: object | null = request.server; o !== null; o = Object.getPrototypeOf(o)) {
+    const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
+    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]?.trustProxy
+  }
+}
 
 /**
  * How `@sluice/http` reads a Fastify request: `request.ip` honours Fastify's `trustProxy`;
@@ -16,62 +27,54 @@ export const fastifyRequest: RequestAccessors<FastifyRequest> = {
   method: (request) => request.method,
   path: (request) => request.url.split('?', 1)[0] ?? '/',
   route: (request) => request.routeOptions.url,
-  header: (request, name) => {
-    const value = request.headers[name]
-    return Array.isArray(value) ? value.join(', ') : value
+  header: (request, name) => headerOf(request.headers, name),
+  proxy: {
+    texts: {
+      permissive:
+        "Fastify's `trustProxy` is true, so request.ip is the leftmost X-Forwarded-For address, which any client can set: every request can pick its own rate-limit key. Set `trustProxy` to the number of proxies in front of the app, or to their addresses.",
+      untrusted:
+        "An X-Forwarded-For header arrived while Fastify's `trustProxy` is off: if the app runs behind a proxy, every client shares the proxy's address and one rate-limit key. Set `trustProxy` (e.g. Fastify({ trustProxy: 1 })); the header is ignored until then.",
+      noProxy: (watched) =>
+        `Fastify's \`trustProxy\` is on, but none of the first ${watched} requests carried X-Forwarded-For: if no proxy is in front of the app, any client can send that header and choose its own rate-limit key. Turn \`trustProxy\` off, or check that the proxy sets the header.`,
+    },
+    view: (request) => ({
+      trusted: Boolean(trustProxy(request)),
+      permissive: trustProxy(request) === true,
+      forwarded: request.headers['x-forwarded-for'] !== undefined,
+    }),
   },
 }
 
-/** How `@sluice/http` writes to and watches a Fastify reply. */
-export const fastifyResponse: ResponseAccessors<FastifyRequest, FastifyReply> = {
+/** How `@sluice/http/node` writes to, answers and watches a Fastify reply. */
+export const fastifyResponse: NodeAccessors<FastifyRequest, FastifyReply, Done> = {
   getHeader: (reply, name) => reply.getHeader(name),
   setHeader: (reply, name, value) => {
     reply.header(name, value)
   },
   signal: (request, reply) => requestSignal(request.raw, reply.raw),
   status: (reply) => reply.statusCode,
+  incoming: (request) => request.raw,
+  outgoing: (reply) => reply.raw,
+  send: (_request, reply, status, { contentType, body }) => {
+    reply.code(status).type(contentType).send(body)
+  },
+  limited: (onLimited, request, reply, _done, decision) =>
+    (onLimited as OnLimited)(request, reply, decision),
 }
+
+let watching = false
 
 /**
- * Carries out an outcome in an `onRequest` hook: `done()` for a pass (the response
- * watched when the outcome holds a slot or a refund), `onLimited` or the prepared
- * refusal, which ends the request without calling `done`.
+ * Tells `@sluice/http/node` when each route handler is done, which an `onRequest` hook
+ * cannot see: Fastify publishes its handlers on the `fastify.request.handler` tracing
+ * channel (`end` after a synchronous handler, `asyncEnd` once a promise settled). Only
+ * subscribed once a bulkhead exists, so other apps pay nothing.
  */
-export function answer<D>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: HookHandlerDoneFunction,
-  outcome: Outcome,
-  onLimited: ((request: FastifyRequest, reply: FastifyReply, decision: D) => unknown) | undefined,
-): void {
-  if (outcome.action === 'refuse') {
-    if (onLimited !== undefined) {
-      const handled = onLimited(request, reply, outcome.decision as D)
-      if (isPromiseLike(handled)) Promise.resolve(handled).then(undefined, (error) => done(error))
-      return
-    }
-    const refusal = outcome.refusal()
-    const send = ({ contentType, body }: { contentType: string; body: string }) => {
-      reply.code(outcome.status).type(contentType).send(body)
-    }
-    if (isPromiseLike(refusal)) Promise.resolve(refusal).then(send, (error) => done(error))
-    else send(refusal)
-    return
-  }
-  if (outcome.holds) {
-    whenResponseOver(request.raw, reply.raw, outcome)
-    // A client that left while the request waited: its slot is already free, nobody to answer.
-    if (isClientGone(request.raw, reply.raw)) return
-  }
-  done()
-}
-
-/** A failure with a client still there goes to Fastify's error handling. */
-export function fail(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: HookHandlerDoneFunction,
-  error: unknown,
-): void {
-  if (!isClientGone(request.raw, reply.raw)) done(error as Error)
+export function watchHandlers(): void {
+  if (watching) return
+  watching = true
+  const done = (trace: unknown) => handlerDone((trace as { reply: FastifyReply }).reply.raw)
+  const returned = (trace: unknown) => (trace as { async: boolean }).async || done(trace)
+  diagnostics.subscribe('tracing:fastify.request.handler:end', returned)
+  diagnostics.subscribe('tracing:fastify.request.handler:asyncEnd', done)
 }

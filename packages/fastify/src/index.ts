@@ -6,10 +6,16 @@
  * @packageDocumentation
  * @module \@sluice/fastify
  */
+
+export type {
+  ProxyValidateOption as ValidateOption,
+  ProxyWarningCode as ValidationCode,
+} from '@sluice/http'
 export {
   addressKey,
   type BlockOptions,
   type BulkheadEvent,
+  type BulkheadInfo,
   CHANNELS,
   type Decision,
   FALLBACK_KEY,

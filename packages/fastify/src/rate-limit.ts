@@ -1,19 +1,18 @@
-import { readFunction } from '@sluice/core/validation'
-import type { Decision, RateLimitInfo } from '@sluice/http'
-import {
-  type RateLimitOptions as HttpRateLimitOptions,
-  RateLimitEngine,
-  type RateLimitHandles,
-  whenSettled,
-  withRateLimitHandles,
-} from '@sluice/http/adapter'
 import type {
+  BulkheadInfo,
+  RateLimitOptions as HttpRateLimitOptions,
+  ProxyValidateOption,
+  RateLimitInfo,
+} from '@sluice/http'
+import { RateLimitEngine, type RateLimitHandles, withRateLimitHandles } from '@sluice/http/adapter'
+import { respond } from '@sluice/http/node'
+import type {
+  HookHandlerDoneFunction as Done,
   FastifyReply,
   FastifyRequest,
-  HookHandlerDoneFunction,
   onRequestHookHandler,
 } from 'fastify'
-import { answer, fail, fastifyRequest, fastifyResponse } from './accessors'
+import { fastifyRequest, fastifyResponse, type OnLimited } from './accessors'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,19 +21,26 @@ declare module 'fastify' {
      * resetMs, key, policy }`. With stacked hooks, the last one's; unset when skipped.
      */
     rateLimit?: RateLimitInfo
+    /**
+     * The bulkhead slot this request runs in, with the `signal` that aborts when its
+     * client leaves or `holdTimeout` passes. With stacked bulkheads, the last one's.
+     */
+    bulkhead?: BulkheadInfo
   }
 }
 
 /**
  * Options of {@link rateLimit}: the options every sluice adapter shares, with Fastify's
- * request and reply in the callbacks, plus `onLimited`.
+ * request and reply in the callbacks, plus `onLimited` and `validate`.
  */
 export interface RateLimitOptions extends HttpRateLimitOptions<FastifyRequest, FastifyReply> {
   /**
    * Answers a refused request instead of the default `statusCode` + `message`: send a
    * reply. Headers and `Retry-After` are already set; `request.rateLimit` holds the decision.
    */
-  onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown
+  onLimited?: OnLimited
+  /** One-time configuration warnings (see `ProxyValidateOption`). Default: all on. */
+  validate?: ProxyValidateOption
 }
 
 /** The hook `rateLimit()` returns, with a few handles on its state. */
@@ -56,28 +62,14 @@ export interface RateLimitHook extends onRequestHookHandler, RateLimitHandles {}
  * app.post('/login', { onRequest: rateLimit({ limit: 5, window: '15m' }) }, login)
  * ```
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitHook {
-  const engine = new RateLimitEngine<FastifyRequest, FastifyReply>(
+export function rateLimit(options?: RateLimitOptions): RateLimitHook {
+  const engine = new RateLimitEngine({
     options,
-    fastifyRequest,
-    fastifyResponse,
-    'rateLimit',
-    ['onLimited'],
-  )
-  const onLimited = readFunction('rateLimit', 'onLimited', options.onLimited)
-  function rateLimit(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-  ): void {
-    whenSettled(
-      engine.admit(request, reply),
-      (outcome) => {
-        if (outcome.decision !== undefined) request.rateLimit = outcome.decision
-        answer(request, reply, done, outcome, onLimited)
-      },
-      (error) => fail(request, reply, done, error),
-    )
+    request: fastifyRequest,
+    response: fastifyResponse,
+  })
+  function rateLimit(request: FastifyRequest, reply: FastifyReply, done: Done): void {
+    respond(engine.admit(request, reply), request, reply, done, fastifyResponse)
   }
   return withRateLimitHandles(rateLimit, engine)
 }

@@ -12,7 +12,10 @@ import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 
 function hook(spec: MiddlewareSpec) {
-  return 'rateLimit' in spec ? rateLimit(spec.rateLimit) : bulkhead(spec.bulkhead)
+  if ('uncalled' in spec) return (spec.uncalled === 'rateLimit' ? rateLimit : bulkhead) as never
+  return 'rateLimit' in spec
+    ? rateLimit({ validate: false, ...spec.rateLimit })
+    : bulkhead(spec.bulkhead)
 }
 
 function handler(spec: HandlerSpec): RouteHandlerMethod {
@@ -24,7 +27,7 @@ function handler(spec: HandlerSpec): RouteHandlerMethod {
       return async (request, reply) => reply.code(spec.status).send(decision(request))
     case 'hold':
       return async (request) => {
-        await spec.gate.enter()
+        await spec.gate.enter(request.bulkhead?.signal)
         return decision(request)
       }
     case 'throw':
@@ -32,11 +35,16 @@ function handler(spec: HandlerSpec): RouteHandlerMethod {
         throw new Error('handler failed')
       }
     case 'stream':
-      return async (_request, reply) => {
+      return async (request, reply) => {
         const body = new PassThrough()
         body.write('first\n')
-        void spec.gate.enter().then(() => body.end('last\n'))
+        void spec.gate.enter(request.bulkhead?.signal).then(() => body.end('last\n'))
         return reply.type('text/plain').send(body)
+      }
+    case 'destroy':
+      return async (_request, reply) => {
+        reply.raw.destroy()
+        throw new Error('destroyed')
       }
   }
 }
@@ -46,6 +54,13 @@ export const fastifyHarness: AdapterHarness = {
   async start(spec: AppSpec) {
     // One trusted proxy (the test client): request.ip is the address it forwarded.
     const app = Fastify({ trustProxy: spec.trustProxy === true ? '127.0.0.1' : false })
+    const { onError } = spec
+    if (onError !== undefined) {
+      app.setErrorHandler((error, _request, reply) => {
+        onError(error)
+        return reply.code(500).send()
+      })
+    }
     const built = middlewareMemo(hook)
     for (const use of spec.use ?? []) app.addHook('onRequest', built.get(use))
     for (const route of spec.routes) {

@@ -1,15 +1,46 @@
-import {
-  isPromiseLike,
-  type Outcome,
-  type RequestAccessors,
-  type ResponseAccessors,
-} from '@sluice/http/adapter'
-import { isClientGone, whenResponseOver } from '@sluice/http/node'
+import { readFunction } from '@sluice/core/validation'
+import type { ValidateOption as Checks, Decision } from '@sluice/http'
+import type { ProxySetup, RateLimitEngine, RequestAccessors } from '@sluice/http/adapter'
+import { type FetchAccessors, respond as respondFetch } from '@sluice/http/fetch'
+import { type NodeAccessors, respond as respondNode } from '@sluice/http/node'
 import type { Context, MiddlewareHandler, Next } from 'hono'
 import { matchedRoutes } from 'hono/route'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { type GetIp, nodeBindings, rawHeader } from './client-address'
-import { holdUntilSent } from './hold-body'
+import {
+  defaultIp,
+  defaultIpReady,
+  type GetIp,
+  nodeBindings,
+  onWorkers,
+  rawHeader,
+} from './client-address'
+
+/** Stable codes of the one-time configuration warnings. */
+export type ValidationCode = 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY' | 'ERR_SLUICE_NO_CLIENT_ADDRESS'
+
+/**
+ * Which one-time checks run on the first requests (all by default; none apply once a
+ * `getIp` is given). `false` turns them all off; an object turns single ones off.
+ *
+ * @example
+ * ```ts
+ * rateLimit({ limit: 100, validate: { xForwardedFor: false } })
+ * ```
+ */
+export type ValidateOption = Checks<'xForwardedFor' | 'clientAddress'>
+
+/**
+ * What a Hono middleware returns (`Promise<Response | void>`): a response, or nothing
+ * once `next()` has produced one.
+ */
+export type MiddlewareResult = ReturnType<MiddlewareHandler>
+
+/** What `onLimited` is called with in Hono. */
+export type OnLimited = (
+  c: Context,
+  next: Next,
+  decision: Decision,
+) => Response | undefined | MiddlewareResult
 
 /**
  * The pattern of the route that answers this request. Hono matches every route up front,
@@ -17,21 +48,43 @@ import { holdUntilSent } from './hold-body'
  * method (`app.use()` middleware is registered for 'ALL').
  */
 function endpointRoute(c: Context): string | undefined {
-  const routes = matchedRoutes(c)
-  for (let i = routes.length - 1; i >= 0; i--) {
-    if (routes[i]!.method !== 'ALL') return routes[i]!.path
-  }
-  return undefined
+  return matchedRoutes(c).findLast((route) => route.method !== 'ALL')?.path
 }
 
-/** How `@sluice/http` reads a Hono context, with the client address from `getIp`. */
-export function honoRequest(getIp: GetIp): RequestAccessors<Context> {
+const CHECKS = ['xForwardedFor', 'clientAddress'] as const
+
+/**
+ * The default `getIp` reads the peer of the connection: a proxy header is never trusted.
+ * On Workers it is Cloudflare's own cf-connecting-ip, which already accounts for its
+ * proxy (the edge adds X-Forwarded-For too).
+ */
+const SOCKET_ADDRESS: ProxySetup<Context> = {
+  checks: CHECKS,
+  texts: {
+    untrusted:
+      "An X-Forwarded-For header arrived, but the client address is read from the socket (the default getIp): if the app runs behind a proxy, every client shares the proxy's address and one rate-limit key. Pass `getIp` reading the address your proxy sets (e.g. the last X-Forwarded-For entry).",
+    noAddress:
+      'No client address: the runtime reported none (the request was not served by @hono/node-server, Bun.serve, Deno.serve or Cloudflare Workers; app.request() in a test has no connection) and no `getIp` was given, so every client shares one rate-limit key. Pass `getIp` reading the address where your runtime or proxy puts it.',
+  },
+  view: (c) => ({
+    trusted: false,
+    permissive: false,
+    forwarded: !onWorkers() && rawHeader(c, 'x-forwarded-for') !== undefined,
+  }),
+}
+
+/**
+ * How `@sluice/http` reads a Hono context, with the client address from `getIp`. A given
+ * `getIp` is the user's decision about proxies and runtimes: nothing is checked then.
+ */
+function honoRequest(ip: GetIp, given: boolean): RequestAccessors<Context> {
   return {
-    ip: getIp,
+    ip,
     method: (c) => c.req.method,
     path: (c) => c.req.path,
     route: endpointRoute,
     header: rawHeader,
+    proxy: given ? { checks: CHECKS, texts: {} } : SOCKET_ADDRESS,
   }
 }
 
@@ -47,7 +100,22 @@ const WRITTEN = Symbol('sluice.headers')
 type Marked = Context & { [WRITTEN]?: Map<string, string> }
 
 /**
- * How `@sluice/http` writes to and watches a Hono response.
+ * Puts the headers sluice set back on `c.res` where they are missing. Hono merges headers
+ * set before `next()` into responses made with `c.json()`, `c.text()`, `c.body()`..., but
+ * not into a `Response` a handler (or `onLimited`) constructs itself. (Under
+ * `@hono/node-server` they are on the Node response, which merges them into any answer.)
+ */
+function restoreHeaders(c: Context): void {
+  const headers = (c as Marked)[WRITTEN]
+  if (headers === undefined || !c.finalized) return
+  for (const [name, value] of headers) if (!c.res.headers.has(name)) c.header(name, value)
+}
+
+type HonoAccessors = NodeAccessors<Context, Context, Next> & FetchAccessors<Context, Context, Next>
+
+/**
+ * How `@sluice/http` writes to, answers and watches a Hono response: with
+ * `@sluice/http/node` under `@hono/node-server`, with `@sluice/http/fetch` elsewhere.
  *
  * Under `@hono/node-server` headers go straight onto the Node response, which merges them
  * into whatever the app answers (`c.text()`, `c.json()`, a `Response` of its own, an error
@@ -56,7 +124,7 @@ type Marked = Context & { [WRITTEN]?: Map<string, string> }
  * `c.header()`, and the ones sluice set are remembered for reading back (stacked limiters
  * append to them) and for restoring onto a `Response` the handler made itself.
  */
-export const honoResponse: ResponseAccessors<Context, Context> = {
+export const honoResponse: HonoAccessors = {
   getHeader: (c, name) => {
     const node = nodeBindings(c)
     if (node !== undefined) return node.outgoing.getHeader(name)
@@ -72,118 +140,82 @@ export const honoResponse: ResponseAccessors<Context, Context> = {
     }
     c.header(name, value)
     const marked = c as Marked
-    let headers = marked[WRITTEN]
-    if (headers === undefined) {
-      headers = new Map()
-      marked[WRITTEN] = headers
-    }
+    const headers = marked[WRITTEN] ?? new Map<string, string>()
+    marked[WRITTEN] = headers
     headers.set(name.toLowerCase(), value)
   },
   // The runtime aborts the request's signal when its client goes away (@hono/node-server,
-  // Bun and Deno do).
+  // Bun and Deno do; workerd once the response has started).
   signal: (c) => c.req.raw.signal,
   status: (c) => (c.finalized ? c.res.status : undefined),
+  incoming: (c) => nodeBindings(c)!.incoming,
+  outgoing: (c) => nodeBindings(c)!.outgoing,
+  send: (c, _c, status, { contentType, body }) => {
+    c.res = c.body(body, status as ContentfulStatusCode, { 'Content-Type': contentType })
+  },
+  expose: (c, name, value) => void c.set(name as never, value as never),
+  limited: async (onLimited, c, _c, next, decision) => {
+    const answer = await (onLimited as OnLimited)(c, next, decision)
+    if (answer) c.res = answer
+    restoreHeaders(c)
+  },
+  fail: (error) => {
+    throw error
+  },
+  answered: (c) => {
+    restoreHeaders(c)
+    return c.finalized ? c.res : undefined
+  },
+  replace: (c, _c, response) => {
+    c.res = response
+  },
+  // 499 is nginx's "client closed request": nobody reads it, but Hono needs an answer,
+  // and access logs say what happened.
+  abandoned: (c) => {
+    c.res = new Response(null, { status: 499 })
+  },
+  // Only Workers have an execution context; Hono's getter throws elsewhere.
+  waitUntil: (c, work) => onWorkers() && c.executionCtx.waitUntil(work),
+}
+
+/** The client address a middleware reads: the user's `getIp`, or the runtime's peer. */
+interface ClientAddress {
+  readonly read: GetIp
+  /** Whether `getIp` was given (nothing then waits for the default reader to load). */
+  readonly given: boolean
 }
 
 /**
- * Puts the headers sluice set back on `c.res` where they are missing. Hono merges headers
- * set before `next()` into responses made with `c.json()`, `c.text()`, `c.body()`..., but
- * not into a `Response` a handler (or `onLimited`) constructs itself. (Under
- * `@hono/node-server` they are on the Node response, which merges them into any answer.)
+ * What an engine of `factory` is built with from a Hono middleware's options: the
+ * address reader of its `getIp` (an own property, checked), and the accessors.
  */
-export function restoreHeaders(c: Context): void {
-  const headers = (c as Marked)[WRITTEN]
-  if (headers === undefined || !c.finalized) return
-  for (const [name, value] of headers) if (!c.res.headers.has(name)) c.header(name, value)
+export function honoInit<O extends { getIp?: GetIp }>(options: O | undefined, factory: string) {
+  const own = typeof options === 'object' && options !== null && Object.hasOwn(options, 'getIp')
+  const getIp = readFunction(factory, 'getIp', own ? options.getIp : undefined)
+  const address: ClientAddress = { read: getIp ?? defaultIp, given: getIp !== undefined }
+  const request = honoRequest(address.read, address.given)
+  // validate also for a bulkhead: its key may read the client address, which can be missing.
+  const adapterOptions = ['getIp', 'validate']
+  const init = { options, request, response: honoResponse, factory, adapterOptions }
+  return { address, init }
 }
 
 /**
- * What a Hono middleware returns (`Promise<Response | void>`): a response, or nothing
- * once `next()` has produced one.
+ * One request through an engine: once the default address reader is ready, answered by
+ * `@sluice/http/node` under `@hono/node-server` and by `@sluice/http/fetch` elsewhere.
  */
-export type MiddlewareResult = ReturnType<MiddlewareHandler>
-
-/**
- * True once the client has gone away. Under `@hono/node-server` the socket says so without
- * creating the request's `AbortSignal`, which the runtime otherwise makes lazily.
- */
-export function isGone(c: Context): boolean {
-  const node = nodeBindings(c)
-  return node === undefined ? c.req.raw.signal.aborted : isClientGone(node.incoming, node.outgoing)
-}
-
-/**
- * The answer to a request whose client left while it waited: nobody reads it, but a
- * middleware must return a response. 499 is nginx's "client closed request", so access
- * logs say what happened.
- */
-export function clientGone(): Response {
-  return new Response(null, { status: 499 })
-}
-
-/**
- * Carries out an outcome in Hono: the next handler for a pass, `onLimited` or the
- * prepared refusal. When the outcome holds something, its end follows the response:
- * under `@hono/node-server` the Node response (finish, close, or the socket closing);
- * elsewhere, with `untilSent` (a bulkhead slot), the body stream (read to its end or
- * cancelled) or the client leaving, and without it (a refund, which needs only the
- * status) the handler's answer. A handler that failed ends it at once.
- */
-export async function answer<D>(
+export async function answer(
+  address: ClientAddress,
+  engine: Pick<RateLimitEngine<Context, Context>, 'admit'>,
   c: Context,
   next: Next,
-  outcome: Outcome,
-  onLimited:
-    | ((c: Context, next: Next, decision: D) => Response | undefined | MiddlewareResult)
-    | undefined,
-  untilSent: boolean,
-): Promise<Response | undefined> {
-  if (outcome.action === 'refuse') {
-    if (onLimited !== undefined) {
-      const answer = await onLimited(c, next, outcome.decision as D)
-      if (answer) c.res = answer
-      restoreHeaders(c)
-      return c.finalized ? c.res : undefined
-    }
-    const refusal = outcome.refusal()
-    const { contentType, body } = isPromiseLike(refusal) ? await refusal : refusal
-    return c.body(body, outcome.status as ContentfulStatusCode, { 'Content-Type': contentType })
+): Promise<undefined> {
+  if (!address.given) {
+    const ready = defaultIpReady(c)
+    if (ready !== undefined) await ready
   }
-  if (!outcome.holds) {
-    await next()
-    restoreHeaders(c)
-    return undefined
-  }
-  const node = nodeBindings(c)
-  // Only read off Node: @hono/node-server makes the request's signal (and the Request
-  // behind it) on first access, a few microseconds per request for nothing.
-  const signal = node === undefined ? c.req.raw.signal : undefined
-  if (node !== undefined) {
-    whenResponseOver(node.incoming, node.outgoing, outcome)
-    if (isClientGone(node.incoming, node.outgoing)) return clientGone()
-  } else if (signal!.aborted) {
-    outcome.done(true)
-    return clientGone()
-  } else if (untilSent) {
-    // Bun, Deno and @hono/node-server abort the request's signal when its client leaves.
-    signal!.addEventListener('abort', () => outcome.done(true), { once: true })
-  }
-  try {
-    await next()
-  } catch (error) {
-    outcome.done(false)
-    throw error
-  }
-  // Hono answered a thrown error with its onError response: the work has stopped.
-  if (c.error !== undefined) {
-    outcome.done(false)
-    return undefined
-  }
-  restoreHeaders(c)
-  if (node !== undefined) return undefined
-  // `await next()` returns once the handler has a Response, before a streamed body is
-  // sent: a slot goes with the body until it has been read to the end or cancelled.
-  if (untilSent) c.res = holdUntilSent(c.res, outcome)
-  else outcome.done(signal!.aborted)
+  const admitted = engine.admit(c, c)
+  if (nodeBindings(c) === undefined) await respondFetch(admitted, c, c, next, honoResponse)
+  else await respondNode(admitted, c, c, next, honoResponse)
   return undefined
 }

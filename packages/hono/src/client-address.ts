@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { headerOf } from '@sluice/http/node'
 import type { Context } from 'hono'
 
 /**
@@ -41,9 +42,7 @@ export function nodeBindings(c: Context): NodeBindings | undefined {
  */
 export function rawHeader(c: Context, name: string): string | undefined {
   const headers = nodeBindings(c)?.incoming?.headers
-  if (headers === undefined) return c.req.header(name)
-  const value = headers[name]
-  return Array.isArray(value) ? value.join(', ') : value
+  return headers === undefined ? c.req.header(name) : headerOf(headers, name)
 }
 
 /**
@@ -111,9 +110,7 @@ export function defaultIp(c: Context): string | undefined {
   if (onWorkers()) return c.req.header('cf-connecting-ip')
   const env = c.env as ServeInfo | undefined
   const server = env?.server ?? env
-  if (typeof server?.requestIP === 'function') {
-    return server.requestIP(c.req.raw)?.address ?? undefined
-  }
+  if (typeof server?.requestIP === 'function') return server.requestIP(c.req.raw)?.address
   const hostname = env?.remoteAddr?.hostname
   return typeof hostname === 'string' ? hostname : undefined
 }

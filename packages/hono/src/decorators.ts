@@ -2,7 +2,7 @@ import { methodDecorator } from '@sluice/http/adapter'
 import type { Context, Next } from 'hono'
 import type { MiddlewareResult } from './accessors'
 import { type BulkheadOptions, createBulkhead } from './bulkhead'
-import { type RateLimitOptions, rateLimit } from './rate-limit'
+import { createRateLimit, type RateLimitOptions } from './rate-limit'
 
 /**
  * An async class method Hono calls as a handler `(c)` or middleware `(c, next)`. It is
@@ -49,8 +49,8 @@ function behind<This>(middleware: Middleware, method: HandlerMethod<This>, self:
  * app.post('/users', (c) => users.create(c))
  * ```
  */
-export function RateLimit(options: RateLimitOptions = {}) {
-  const middleware = rateLimit(options)
+export function RateLimit(options?: RateLimitOptions) {
+  const middleware = createRateLimit(options, 'RateLimit') as unknown as Middleware
   return methodDecorator<HandlerMethod<unknown>>('RateLimit', (method, self) =>
     behind(middleware, method, self),
   )
@@ -72,8 +72,8 @@ export function RateLimit(options: RateLimitOptions = {}) {
  * }
  * ```
  */
-export function Bulkhead(options: BulkheadOptions = {}) {
-  const { middleware } = createBulkhead(options, 'Bulkhead')
+export function Bulkhead(options?: BulkheadOptions) {
+  const middleware = createBulkhead(options, 'Bulkhead')
   return methodDecorator<HandlerMethod<unknown>>('Bulkhead', (method, self) =>
     behind(middleware, method, self),
   )

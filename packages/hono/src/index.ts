@@ -10,6 +10,7 @@ export {
   addressKey,
   type BlockOptions,
   type BulkheadEvent,
+  type BulkheadInfo,
   CHANNELS,
   type Decision,
   FALLBACK_KEY,
@@ -32,10 +33,10 @@ export {
   type StoreEvent,
   type WaitingOptions,
 } from '@sluice/http'
+export { holdUntilSent } from '@sluice/http/fetch'
+export type { ValidateOption, ValidationCode } from './accessors'
 export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkhead'
 export type { GetIp } from './client-address'
 export { Bulkhead, type HandlerMethod, RateLimit } from './decorators'
-export { holdUntilSent } from './hold-body'
 export { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from './rate-limit'
-export type { ValidateOption, ValidationCode } from './validations'
 export type { RateLimitEnv, RateLimitVariables } from './variables'

@@ -1,23 +1,8 @@
-import { readFunction } from '@sluice/core/validation'
-import type { Decision } from '@sluice/http'
-import {
-  type RateLimitOptions as HttpRateLimitOptions,
-  outcomeUnlessGone,
-  RateLimitEngine,
-  type RateLimitHandles,
-  withRateLimitHandles,
-} from '@sluice/http/adapter'
+import type { RateLimitOptions as HttpRateLimitOptions } from '@sluice/http'
+import { RateLimitEngine, type RateLimitHandles, withRateLimitHandles } from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import {
-  answer,
-  clientGone,
-  honoRequest,
-  honoResponse,
-  isGone,
-  type MiddlewareResult,
-} from './accessors'
-import { defaultIp, defaultIpReady, type GetIp } from './client-address'
-import { type ValidateOption, Validations } from './validations'
+import { answer, honoInit, type OnLimited, type ValidateOption } from './accessors'
+import type { GetIp } from './client-address'
 import type { RateLimitEnv } from './variables'
 
 /**
@@ -38,11 +23,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
    * `Retry-After` are already set on `c`; `c.get('rateLimit')` holds the decision.
    * Returning `next()` lets the request through after all.
    */
-  onLimited?: (
-    c: Context,
-    next: Next,
-    decision: Decision,
-  ) => Response | undefined | MiddlewareResult
+  onLimited?: OnLimited
   /** One-time configuration warnings (see `ValidateOption`). Default: all on. */
   validate?: ValidateOption
 }
@@ -50,19 +31,17 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 /** The middleware `rateLimit()` returns: a Hono middleware with a few handles on its state. */
 export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & RateLimitHandles
 
-/** Checks `getIp` and returns it, or the default reader that warns when it finds nothing. */
-export function clientAddress(
+/** Builds `rateLimit()`, or `@RateLimit()` when `factory` names it so. */
+export function createRateLimit(
+  options: RateLimitOptions | undefined,
   factory: string,
-  getIp: GetIp | undefined,
-  validations: Validations,
-): GetIp {
-  const given = readFunction(factory, 'getIp', getIp)
-  if (given !== undefined) return given
-  return (c) => {
-    const address = defaultIp(c)
-    if (address === undefined) validations.noAddress()
-    return address
+): RateLimitMiddleware {
+  const { address, init } = honoInit(options, factory)
+  const engine = new RateLimitEngine(init)
+  function rateLimit(c: Context<RateLimitEnv>, next: Next): Promise<undefined> {
+    return answer(address, engine, c as Context, next)
   }
+  return withRateLimitHandles(rateLimit, engine)
 }
 
 /**
@@ -83,29 +62,6 @@ export function clientAddress(
  * )
  * ```
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  const validations = new Validations('rateLimit', options.validate, options.getIp === undefined)
-  const engine = new RateLimitEngine<Context, Context>(
-    options,
-    honoRequest(clientAddress('rateLimit', options.getIp, validations)),
-    honoResponse,
-    'rateLimit',
-    ['getIp', 'onLimited', 'validate'],
-  )
-  const onLimited = readFunction('rateLimit', 'onLimited', options.onLimited)
-  const usesDefaultIp = options.getIp === undefined
-
-  async function rateLimit(c: Context<RateLimitEnv>, next: Next): Promise<Response | undefined> {
-    if (usesDefaultIp) {
-      validations.check(c)
-      const ready = defaultIpReady(c)
-      if (ready !== undefined) await ready
-    }
-    const outcome = await outcomeUnlessGone(engine.admit(c, c), () => isGone(c))
-    if (outcome === undefined) return clientGone()
-    if (outcome.decision !== undefined) c.set('rateLimit', outcome.decision)
-    return answer(c, next, outcome, onLimited, false)
-  }
-
-  return withRateLimitHandles(rateLimit, engine)
+export function rateLimit(options?: RateLimitOptions): RateLimitMiddleware {
+  return createRateLimit(options, 'rateLimit')
 }

@@ -73,7 +73,7 @@ describe('runtime-neutral packages', () => {
     expect(await nodeImports('@sluice/core')).toEqual([])
   })
 
-  it.each(['@sluice/http', '@sluice/http/adapter', '@sluice/hono'])(
+  it.each(['@sluice/http', '@sluice/http/adapter', '@sluice/http/fetch', '@sluice/hono'])(
     '%s imports nothing of Node',
     async (entry) => {
       expect(await nodeImports(entry)).toEqual([])

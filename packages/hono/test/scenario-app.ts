@@ -28,8 +28,9 @@ export const behindOneProxy =
 function middleware(spec: MiddlewareSpec, getIp: GetIp | undefined): MiddlewareHandler {
   // Without trustProxy the default getIp (the runtime's own peer address) is under test.
   const address = getIp === undefined ? {} : { getIp }
+  if ('uncalled' in spec) return (spec.uncalled === 'rateLimit' ? rateLimit : bulkhead) as never
   return 'rateLimit' in spec
-    ? rateLimit({ ...spec.rateLimit, ...address, validate: false })
+    ? rateLimit({ validate: false, ...spec.rateLimit, ...address })
     : bulkhead({ ...spec.bulkhead, ...address })
 }
 
@@ -42,7 +43,7 @@ function handler(spec: HandlerSpec): MiddlewareHandler {
       return async (c) => c.json(decision(c), spec.status as 200)
     case 'hold':
       return async (c) => {
-        await spec.gate.enter()
+        await spec.gate.enter(c.get('bulkhead')?.signal)
         return c.json(decision(c))
       }
     case 'throw':
@@ -53,9 +54,17 @@ function handler(spec: HandlerSpec): MiddlewareHandler {
       return async (c) =>
         stream(c, async (body) => {
           await body.write('first\n')
-          await spec.gate.enter()
+          await spec.gate.enter(c.get('bulkhead')?.signal)
           await body.write('last\n')
         })
+    case 'destroy':
+      // Where there is no response to destroy, a body that fails is one that never finishes.
+      return async () =>
+        new Response(
+          new ReadableStream({
+            pull: (controller) => controller.error(new Error('destroyed')),
+          }),
+        )
   }
 }
 
@@ -67,7 +76,10 @@ export function scenarioApp(spec: AppSpec, peer: GetIp): ScenarioApp {
   const getIp = spec.trustProxy === true ? behindOneProxy(peer) : undefined
   const app = new Hono()
   // Hono's default onError also prints the error; the 'throw' scenario fails on purpose.
-  app.onError((_error, c) => c.text('Internal Server Error', 500))
+  app.onError((error, c) => {
+    spec.onError?.(error)
+    return c.text('Internal Server Error', 500)
+  })
   const built = middlewareMemo((use) => middleware(use, getIp))
   for (const use of spec.use ?? []) app.use(built.get(use))
   for (const route of spec.routes) {

@@ -33,6 +33,36 @@ export interface RateLimitInfo {
 }
 
 /**
+ * What a handler sees of the bulkhead slot it runs in (`req.bulkhead`,
+ * `ctx.state.bulkhead`, `c.get('bulkhead')`, `request.bulkhead`), with a signal to stop
+ * early: the slot stays taken until the handler's work is over, whether or not its client
+ * is still there.
+ *
+ * @example
+ * ```ts
+ * app.get('/report', bulkhead({ max: 4 }), async (req, res) => {
+ *   const rows = await db.query(sql, { signal: req.bulkhead?.signal })
+ *   res.json(rows)
+ * })
+ * ```
+ */
+export interface BulkheadInfo {
+  /** The bulkhead this request holds a slot of (per key; `'global'` by default). */
+  readonly key: string
+  /** The bulkhead's policy name. */
+  readonly policy: string
+  /** Requests it lets in at once. */
+  readonly limit: number
+  /** Slots left when this request took its own. */
+  readonly remaining: number
+  /**
+   * Aborts when the work is no longer wanted: the client went away (reason: an
+   * `AbortError`), or `holdTimeout` passed (a `TimeoutError`; the response is destroyed).
+   */
+  readonly signal: AbortSignal
+}
+
+/**
  * The full outcome of checking one request, as the engines hand it to an adapter: the
  * handler-facing numbers plus what the adapter needs to answer and to refund.
  *
@@ -50,6 +80,8 @@ export interface Decision extends RateLimitInfo {
   readonly cost: number
   /** One entry per policy, in the order configured. */
   readonly results: readonly PolicyResult[]
+  /** A bulkhead with priorities: the request's partition (its priority), which refused it if it was refused. */
+  readonly partition?: string
 }
 
 /**

@@ -1,5 +1,11 @@
 import type { Clock } from '@sluice/core'
-import { readBoolean, readClock, readFunction, typeError } from '@sluice/core/validation'
+import {
+  readBoolean,
+  readClock,
+  readFunction,
+  readOptions,
+  typeError,
+} from '@sluice/core/validation'
 import { memoryStore } from '@sluice/keyed'
 import type { Store } from '@sluice/keyed/store'
 import {
@@ -8,10 +14,11 @@ import {
   isPromiseLike,
   type MaybePromise,
 } from '@sluice/keyed/store'
-import type { RequestAccessors, ResponseAccessors } from './accessors'
-import type { Decision } from './decision'
+import type { ProxySetup, RequestAccessors, ResponseAccessors } from './accessors'
+import type { BulkheadInfo, Decision, RateLimitInfo } from './decision'
 import { retryAfterSeconds } from './headers'
 import type { KeyExtractor } from './keys'
+import { ProxyChecks } from './proxy-checks'
 import { KeyNormalizer } from './request-key'
 import { KeyedWaitQueue } from './wait-queue'
 
@@ -29,45 +36,83 @@ export interface Refusal {
 export type Action = 'pass' | 'refuse' | 'skip'
 
 /**
- * The pipeline's answer for one request: pass it on, refuse it (status and body ready, all
- * headers including `Retry-After` already written through the response accessors), or
- * skip it (nothing was counted). An adapter only translates:
- *
- * - expose `decision` (as `req.rateLimit`, `ctx.state.rateLimit`, ...) when there is one;
- * - `pass`: call the next handler, and when `holds` is true arrange for `done(gone)` to be
- *   called once when the response is over (refund, bulkhead release);
- * - `refuse`: run the user's `onLimited`, or send `status` with `refusal()`'s body;
- * - `skip`: call the next handler.
+ * What an outcome may do to the response it follows (see {@link Outcome.follow}): a Node
+ * `ServerResponse` is one as it is.
+ */
+export interface FollowedResponse {
+  /** Ends the response at once: its bulkhead slot's `holdTimeout` passed. */
+  destroy(): void
+  /**
+   * Keeps a store call made once the response is over alive: on Workers, the execution
+   * context's `waitUntil` (without it workerd drops the call with the request).
+   */
+  waitUntil?(work: Promise<unknown>): void
+}
+
+/**
+ * The pipeline's answer for one request, as `engine.admit()` hands it over: pass it on,
+ * refuse it (status and body ready, every header including `Retry-After` already written
+ * through the response accessors), or skip it (nothing was counted). An adapter gives it
+ * to `respond` (`@sluice/http/node` or `@sluice/http/fetch`), which carries it out; the
+ * methods below are what `respond` calls.
  */
 export interface Outcome {
   readonly action: Action
-  /** What the handler sees; undefined when the request was skipped. */
+  /** What was decided; undefined when the request was skipped. */
   readonly decision: Decision | undefined
   /** The status of a refusal. */
   readonly status: number
-  /** Whether `done` has anything to do: the adapter may skip watching the response. */
+  /** Whether the response must be followed (`follow`, `done`, `workDone`). */
   readonly holds: boolean
+  /** Under which name the handler is given `info`. */
+  readonly exposes: 'rateLimit' | 'bulkhead'
+  /** What the handler is given; undefined when there is nothing new to give. */
+  readonly info: RateLimitInfo | BulkheadInfo | undefined
+  /** The user's `onLimited`, called through the adapter's `limited` accessor. */
+  readonly onLimited: ((...args: never[]) => unknown) | undefined
   /** The body of a refusal: the `message` option (or problem details), serialized. */
   refusal(): MaybePromise<Refusal>
+  /** The response this outcome follows, before the handler runs. */
+  follow(response: FollowedResponse): void
   /**
-   * Call once when the response is over: `gone` is true when the client left before it
-   * finished. Frees a bulkhead slot, and refunds permits when `refundWhen` says so (never
-   * for a client that left). Safe to call more than once: only the first call counts.
+   * Call once when the response is over: `gone` is true when it never finished (the
+   * client left, or the response was destroyed). Refunds permits when `refundWhen` says so
+   * (never for a response that did not finish); frees a bulkhead slot once the work is
+   * over too. Only the first call counts.
    */
   done(gone: boolean): void
+  /**
+   * Call once when the admitted work is over: the handler's promise settled (`failed`:
+   * it rejected), or it ended the response. A bulkhead slot is held until both this and
+   * `done` came, or at once after a failure, whose answer is the error handler's.
+   */
+  workDone(failed: boolean): void
 }
 
-/** A request that passes with nothing to do after (skipped, or counted a second time). */
+const nothing = () => {}
+
+/** A request that passes with nothing to do after (skipped). */
 export const SKIPPED: Outcome = {
   action: 'skip',
   decision: undefined,
   status: 0,
   holds: false,
+  exposes: 'rateLimit',
+  info: undefined,
+  onLimited: undefined,
   refusal: () => ({ contentType: 'text/plain; charset=utf-8', body: '' }),
-  done: () => {},
+  follow: nothing,
+  done: nothing,
+  workDone: nothing,
 }
 
-/** The options every engine reads the same way. */
+/**
+ * The options every engine reads the same way. Two more are typed by each adapter, whose
+ * frameworks call them differently: `onLimited`, which every engine takes (it answers a
+ * refusal; `respond` calls it through the adapter's `limited` accessor), and `validate`
+ * (the one-time checks of {@link ProxySetup}), which `rateLimit` takes, and a bulkhead
+ * where its adapter lists it (a key by client address can find none).
+ */
 export interface CommonOptions<Req, Res> {
   key?: KeyExtractor<Req>
   statusCode?: number
@@ -75,6 +120,85 @@ export interface CommonOptions<Req, Res> {
   problemDetails?: boolean
   store?: Store
   clock?: Clock
+}
+
+/**
+ * How an adapter builds an engine: the user's options and the adapter's accessors.
+ *
+ * @example
+ * ```ts
+ * const engine = new RateLimitEngine({ options, request: expressRequest, response: expressResponse })
+ * ```
+ */
+export interface EngineInit<Options, Req, Res> {
+  /** The options the user gave (read as own properties only). Default `{}`. */
+  readonly options?: Options | undefined
+  readonly request: RequestAccessors<Req>
+  readonly response: ResponseAccessors<Req, Res>
+  /** Names the middleware in errors and warnings. Default `'rateLimit'` or `'bulkhead'`. */
+  readonly factory?: string
+  /** Options the adapter reads itself, accepted besides the shared ones (Hono's `getIp`). */
+  readonly adapterOptions?: readonly string[]
+}
+
+/** What each engine tells the base about itself. */
+interface EngineKind<Req> {
+  readonly factory: string
+  readonly names: readonly string[]
+  readonly hints: Readonly<Record<string, string>>
+  readonly status: number
+  readonly message: string
+  readonly key: KeyExtractor<Req>
+  readonly problem: ProblemType
+}
+
+const COMMON_OPTIONS = [
+  'key',
+  'statusCode',
+  'message',
+  'problemDetails',
+  'store',
+  'clock',
+  'onLimited',
+]
+
+/**
+ * The options as own properties, refusing what cannot be options: a request or a context
+ * (the factory handed to the framework uncalled, `app.use(rateLimit)`), or a function
+ * (`@RateLimit` without its call).
+ */
+function readGiven(
+  factory: string,
+  given: unknown,
+  names: readonly string[],
+  hints: Readonly<Record<string, string>>,
+): Record<string, unknown> {
+  if (given === undefined) return Object.create(null) as Record<string, unknown>
+  const proto = typeof given === 'object' && given !== null ? Object.getPrototypeOf(given) : null
+  const plain = proto === null || Object.getPrototypeOf(proto) === null
+  if (typeof given === 'function' || !plain) {
+    const kind =
+      typeof given === 'function'
+        ? 'a function'
+        : `an object of another kind (${String(proto.constructor?.name ?? 'unnamed')})`
+    throw new TypeError(
+      `${factory}: options must be a plain object, got ${kind}: was ${factory} handed over without being called? Write ${factory}({ ... }).`,
+    )
+  }
+  return readOptions(factory, given as Record<string, unknown>, names, hints)
+}
+
+/** Why a request's wait, or its handler's signal, was cut short: its client went away. */
+export function clientGone(): Error {
+  const error = new Error('sluice: the client disconnected before its response was over')
+  error.name = 'AbortError'
+  return error
+}
+
+/** A user callback that threw, named by its option, the original kept as `cause`. */
+export function callbackFailed(factory: string, option: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error)
+  return new Error(`${factory}: the "${option}" function failed: ${message}`, { cause: error })
 }
 
 /** Checks that `store` has the Store methods. */
@@ -133,20 +257,26 @@ export const TEMPORARY_REDUCED_CAPACITY: ProblemType = {
 
 /**
  * What both engines share: the options every middleware takes (key, store, clock, status,
- * message, problem details), the per-key wait queue, key normalization with its warnings,
- * how a refusal's body is made, and the per-request mark that catches one middleware
- * mounted twice on a request's path.
+ * message, problem details, onLimited, validate), the per-key wait queue, key
+ * normalization with its warnings, the one-time proxy checks, how a refusal's body is
+ * made, and the per-request mark that catches one middleware mounted twice on a request's
+ * path.
  */
 export abstract class Engine<Req, Res> {
   readonly factory: string
   readonly store: Store
   /** Status of a refusal. */
   readonly statusCode: number
+  /** The user's `onLimited`, if any. */
+  readonly onLimited: ((...args: never[]) => unknown) | undefined
+  /** The options as given, own properties only. */
+  protected readonly given: Record<string, unknown>
   protected readonly request: RequestAccessors<Req>
   protected readonly response: ResponseAccessors<Req, Res>
   protected readonly clock: Clock
   protected readonly queue: KeyedWaitQueue
   protected readonly keys: KeyNormalizer
+  protected readonly proxy: ProxyChecks<Req>
   readonly #key: KeyExtractor<Req>
   readonly #message: CommonOptions<Req, Res>['message']
   readonly #problem: ProblemType | undefined
@@ -154,26 +284,30 @@ export abstract class Engine<Req, Res> {
   protected readonly mark = Symbol('sluice.decided')
   #doubleCountWarned = false
 
-  constructor(
-    factory: string,
-    options: CommonOptions<Req, Res>,
-    request: RequestAccessors<Req>,
-    response: ResponseAccessors<Req, Res>,
-    defaults: { status: number; message: string; key: KeyExtractor<Req>; problem: ProblemType },
-  ) {
+  constructor(init: EngineInit<unknown, Req, Res>, kind: EngineKind<Req>) {
+    const factory = init.factory ?? kind.factory
     this.factory = factory
-    this.request = request
-    this.response = response
+    const names = [...COMMON_OPTIONS, ...kind.names, ...(init.adapterOptions ?? [])]
+    const options = readGiven(factory, init.options, names, kind.hints)
+    this.given = options
+    this.response = init.response
+    this.proxy = new ProxyChecks(factory, options.validate, init.request.proxy)
+    this.request = this.proxy.watchesAddress ? this.#watchingAddress(init.request) : init.request
     this.clock = readClock(factory, 'clock', options.clock)
     this.store = readStore(factory, options.store, this.clock)
-    const key = readFunction(factory, 'key', options.key)
-    this.#key = key ?? defaults.key
+    const key = readFunction(factory, 'key', options.key as KeyExtractor<Req> | undefined)
+    this.#key = key ?? kind.key
     this.keys = new KeyNormalizer(factory, key !== undefined)
-    this.statusCode = readStatus(factory, options.statusCode, defaults.status)
-    this.#message = options.message ?? defaults.message
+    this.statusCode = readStatus(factory, options.statusCode, kind.status)
+    this.#message = (options.message ?? kind.message) as CommonOptions<Req, Res>['message']
     readMessage(factory, this.#message)
     const problemDetails = readBoolean(factory, 'problemDetails', options.problemDetails, false)
-    this.#problem = problemDetails ? defaults.problem : undefined
+    this.#problem = problemDetails ? kind.problem : undefined
+    this.onLimited = readFunction(
+      factory,
+      'onLimited',
+      options.onLimited as ((...args: never[]) => unknown) | undefined,
+    )
     this.queue = new KeyedWaitQueue(this.clock)
     if (createdInsideRequest()) {
       emitWarning(
@@ -184,11 +318,33 @@ export abstract class Engine<Req, Res> {
     }
   }
 
+  /** The request accessors with a client address that is reported, once, when missing. */
+  #watchingAddress(request: RequestAccessors<Req>): RequestAccessors<Req> {
+    return {
+      ...request,
+      ip: (req) => {
+        const address = request.ip(req)
+        if (address === undefined) this.proxy.noAddress()
+        return address
+      },
+    }
+  }
+
   /** The key of a request, normalized (fallback, long keys hashed). */
   protected keyOf(req: Req): MaybePromise<string> {
-    const raw = this.#key(req, this.request)
+    let raw: ReturnType<KeyExtractor<Req>>
+    try {
+      raw = this.#key(req, this.request)
+    } catch (error) {
+      throw callbackFailed(this.factory, 'key', error)
+    }
     if (typeof raw !== 'string' && isPromiseLike(raw)) {
-      return Promise.resolve(raw).then((k) => this.keys.normalize(k))
+      return Promise.resolve(raw).then(
+        (k) => this.keys.normalize(k),
+        (error: unknown) => {
+          throw callbackFailed(this.factory, 'key', error)
+        },
+      )
     }
     return this.keys.normalize(raw)
   }
@@ -246,7 +402,8 @@ function serialize(factory: string, body: unknown): Refusal {
 
 /**
  * A refusal as RFC 9457 problem details, with a problem type of the rate-limit draft and,
- * for `quota-exceeded`, its `violated-policies` extension member (the refusing policies).
+ * for `quota-exceeded`, its `violated-policies` extension member (the refusing policies);
+ * for a bulkhead with priorities, a `partition` member (the partition that refused).
  */
 function problemDetails(
   kind: ProblemType,
@@ -260,6 +417,8 @@ function problemDetails(
       .filter((r) => !r.allowed)
       .map((r) => r.policy.name)
   }
+  // A bulkhead with priorities names the partition that refused (an extension member).
+  if (decision.partition !== undefined) problem.partition = decision.partition
   if (typeof message === 'string') problem.detail = message
   return { contentType: PROBLEM, body: JSON.stringify(problem) }
 }

@@ -1,7 +1,5 @@
-import type { Policy, Store } from '@sluice/keyed/store'
-import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
+import type { MaybePromise, Policy, Store } from '@sluice/keyed/store'
 import type { BulkheadEngine } from './bulkhead-engine'
-import type { Outcome } from './engine'
 import type { KeyState, RateLimitEngine } from './rate-limit-engine'
 
 /** What every adapter's `rateLimit()` middleware carries besides being a middleware. */
@@ -64,28 +62,6 @@ export function withBulkheadHandles<F extends Function, Req, Res>(
     store: { value: engine.store, enumerable: true },
     queued: { value: (key?: string) => engine.queued(key), enumerable: true },
   }) as F & BulkheadHandles
-}
-
-/**
- * Waits for the pipeline's outcome; when it failed because the client left while its
- * request waited, answers `undefined` (nobody is there to answer) instead of throwing.
- *
- * @example
- * ```ts
- * const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
- * if (outcome === undefined) return
- * ```
- */
-export async function outcomeUnlessGone(
-  admitted: MaybePromise<Outcome>,
-  gone: () => boolean,
-): Promise<Outcome | undefined> {
-  try {
-    return isPromiseLike(admitted) ? await admitted : admitted
-  } catch (error) {
-    if (gone()) return undefined
-    throw error
-  }
 }
 
 /**

@@ -89,8 +89,8 @@ function items(field: string | undefined): Map<string, Item> {
 
 function checkArrivals(specs: readonly PolicyOptions[], gaps: readonly number[]): void {
   const clock = new ManualClock()
-  const engine = new RateLimitEngine<unknown, FakeResponse>(
-    {
+  const engine = new RateLimitEngine<unknown, FakeResponse>({
+    options: {
       policies: specs.map((spec, i) => ({ ...spec, name: `p${i}` })),
       key: () => 'k',
       clock,
@@ -99,7 +99,7 @@ function checkArrivals(specs: readonly PolicyOptions[], gaps: readonly number[])
     },
     request,
     response,
-  )
+  })
   for (const ms of gaps) {
     clock.advance(ms)
     const res: FakeResponse = new Map()

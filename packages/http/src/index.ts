@@ -2,7 +2,8 @@
  * Framework-neutral HTTP rate limiting for sluice: key extractors, the per-key memory
  * store, RateLimit headers and the `Store` contract. Users of a framework install its
  * adapter (`@sluice/express`, `@sluice/koa`, `@sluice/hono`, `@sluice/fastify`), which
- * re-exports what they need from here; adapter and store authors use `@sluice/http/adapter`.
+ * re-exports what they need from here; adapter authors use `@sluice/http/adapter` (with
+ * `@sluice/http/node` or `@sluice/http/fetch`), store authors `@sluice/keyed/store`.
  *
  * @packageDocumentation
  * @module \@sluice/http
@@ -21,7 +22,7 @@ export {
 } from '@sluice/keyed'
 export type * from '@sluice/keyed/store'
 export type { BulkheadOptions } from './bulkhead-engine'
-export type { Decision, RateLimitInfo } from './decision'
+export type { BulkheadInfo, Decision, RateLimitInfo } from './decision'
 export type { LimitedBody } from './engine'
 export type { HeaderMode } from './headers'
 /**
@@ -40,3 +41,4 @@ export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export type { PoliciesOptions } from './policy'
 export type { KeyState, RateLimitOptions, WaitingOptions } from './rate-limit-engine'
+export type { ProxyValidateOption, ProxyWarningCode, ValidateOption } from './validate'

@@ -125,6 +125,15 @@ describe('keys.ip', () => {
     expect(await key(req, http)).toBe('2001:db8:0:1::/64')
   })
 
+  it('reads its options as own properties: a polluted prototype picks no address', async () => {
+    Object.defineProperty(Object.prototype, 'getIp', { value: () => '6.6.6.6', configurable: true })
+    try {
+      expect(await ip<FakeRequest>({})({ ip: '10.0.0.1' }, http)).toBe('10.0.0.1')
+    } finally {
+      delete (Object.prototype as { getIp?: unknown }).getIp
+    }
+  })
+
   it('validates its options', () => {
     expect(() => ip({ ipv6Subnet: 0 })).toThrow(
       new RangeError('keys.ip: "ipv6Subnet" must be an integer from 1 to 128, got 0'),

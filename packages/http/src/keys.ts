@@ -187,8 +187,10 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
  * app.use(rateLimit({ limit: 100, window: '1m', key: keys.ip({ ipv6Subnet: 48 }) }))
  * ```
  */
-export function ip<Req = unknown>(options: IpKeyOptions<Req> = {}): KeyExtractor<Req> {
-  readOptions('keys.ip', options, ['ipv6Subnet', 'getIp'], { ipv6SubnetMask: 'use "ipv6Subnet"' })
+export function ip<Req = unknown>(given: IpKeyOptions<Req> = {}): KeyExtractor<Req> {
+  const options = readOptions('keys.ip', given, ['ipv6Subnet', 'getIp'], {
+    ipv6SubnetMask: 'use "ipv6Subnet"',
+  })
   const ipv6Subnet =
     options.ipv6Subnet === undefined
       ? 56

@@ -7,7 +7,7 @@ import {
 } from 'node:http'
 import { type AddressInfo, connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { isClientGone, requestSignal, whenResponseOver } from './node'
+import { handlerDone, isClientGone, requestSignal, whenResponseOver } from './node'
 import { until } from './testing'
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
@@ -57,10 +57,19 @@ function pendingOn(socket: object): number {
   return key === undefined ? 0 : ((socket as Record<symbol, Set<unknown>>)[key]?.size ?? 0)
 }
 
-/** A watcher that records every call to done. */
+/** A watcher that records every call to done (and, in `events`, to workDone too). */
 function recorder() {
   const calls: boolean[] = []
-  return { calls, done: (gone: boolean) => void calls.push(gone) }
+  const events: string[] = []
+  return {
+    calls,
+    events,
+    done: (gone: boolean) => {
+      calls.push(gone)
+      events.push(gone ? 'gone' : 'finished')
+    },
+    workDone: () => void events.push('work'),
+  }
 }
 
 describe('whenResponseOver', () => {
@@ -133,6 +142,80 @@ describe('whenResponseOver', () => {
     expect(gone.calls).toEqual([true])
   })
 
+  it('a destroyed response ended afterwards never finished: done(true), whenever it is watched', async () => {
+    // Express's error handler ends a response the handler destroyed; Node then reports
+    // writableFinished, though nothing reached the client and 'finish' never came.
+    const before = recorder()
+    const after = recorder()
+    let ended = false
+    const server = await serve((req, res) => {
+      whenResponseOver(req, res, before)
+      res.on('error', () => {})
+      res.destroy(new Error('handler failed'))
+      res.end()
+      expect(res.writableFinished).toBe(true)
+      whenResponseOver(req, res, after)
+      ended = true
+    })
+    const client = httpRequest({ host: '127.0.0.1', port: server.port, agent: false })
+    client.on('error', () => {})
+    client.end()
+    await until(() => ended && before.calls.length > 0, 'the response is over')
+    expect([before.calls, after.calls]).toEqual([[true], [true]])
+  })
+
+  it('endsWork: the work is over when the handler ends the response, also after its client left', async () => {
+    const finished = recorder()
+    const left = recorder()
+    let held: ServerResponse | undefined
+    const server = await serve((req, res) => {
+      if (req.url === '/left') {
+        whenResponseOver(req, res, left, true)
+        held = res
+        return
+      }
+      whenResponseOver(req, res, finished, true)
+      res.end('ok')
+    })
+    expect(await fetchBody(server.port)).toBe('ok')
+    await until(() => finished.events.length === 2, 'the response finished')
+    expect(finished.events).toEqual(['work', 'finished'])
+    const client = httpRequest({
+      host: '127.0.0.1',
+      port: server.port,
+      path: '/left',
+      agent: false,
+    })
+    client.on('error', () => {})
+    client.end()
+    await until(() => held !== undefined, 'the request arrived')
+    client.destroy()
+    await until(() => left.events.length === 1, 'the response is over')
+    expect(left.events).toEqual(['gone'])
+    held!.end('too late')
+    expect(left.events).toEqual(['gone', 'work'])
+    // Its own end again: what was wrapped is gone.
+    expect(Object.hasOwn(held!, 'end')).toBe(false)
+  })
+
+  it('handlerDone: a framework that knows when its handler is done says so', async () => {
+    const watcher = recorder()
+    let held: ServerResponse | undefined
+    const server = await serve((req, res) => {
+      whenResponseOver(req, res, watcher, true)
+      held = res
+    })
+    const client = httpRequest({ host: '127.0.0.1', port: server.port, agent: false })
+    client.on('error', () => {})
+    client.end()
+    await until(() => held !== undefined, 'the request arrived')
+    handlerDone(held!)
+    expect(watcher.events).toEqual(['work'])
+    client.destroy()
+    await until(() => watcher.events.length === 2, 'the response is over')
+    expect(watcher.events).toEqual(['work', 'gone'])
+  })
+
   it('calls done(true) for a pipelined request whose socket closes before its turn', async () => {
     const watchers = [recorder(), recorder()]
     const closes = [0, 0]
@@ -203,7 +286,7 @@ describe('requestSignal', () => {
     await until(() => signals[0]!.aborted, 'the signal aborted')
     expect(signals[0]!.reason).toMatchObject({
       name: 'AbortError',
-      message: 'sluice: the client disconnected while the request was waiting',
+      message: 'sluice: the client disconnected before its response was over',
     })
     let closed = false
     const finishing = await serve((req, res) => {

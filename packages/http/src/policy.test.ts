@@ -347,14 +347,14 @@ describe('PolicySource', () => {
       'a bad window',
       { window: '1 minute' as never },
       new RangeError(
-        `rateLimit: "window" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "1 minute"`,
+        `rateLimit: "window" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "1 minute" (did you mean '1m'?)`,
       ),
     ],
     [
       'a bad window beside a limit function',
       { limit: () => 1, window: '1 minute' as never },
       new RangeError(
-        `rateLimit: "window" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "1 minute"`,
+        `rateLimit: "window" must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got "1 minute" (did you mean '1m'?)`,
       ),
     ],
     [

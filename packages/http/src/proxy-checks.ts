@@ -1,8 +1,6 @@
 import { emitWarning } from '@sluice/keyed/store'
-import { enabledChecks, type ValidateOption } from './validate'
-
-/** The one-time proxy checks an adapter on a proxy-aware framework runs. */
-export type ProxyCheck = 'xForwardedFor' | 'trustProxy' | 'proxyHeader'
+import type { ProxyCheckName, ProxySetup } from './accessors'
+import { enabledChecks } from './validate'
 
 /** What a framework says of one request's proxy setup. */
 export interface ProxyView {
@@ -14,52 +12,74 @@ export interface ProxyView {
   readonly forwarded: boolean
 }
 
-/** The framework's own words for the three warnings, naming its settings. */
+/** The framework's own words for the warnings, naming its settings. */
 export interface ProxyTexts {
+  /** `ERR_SLUICE_PERMISSIVE_TRUST_PROXY`: every hop is trusted. */
   readonly permissive: string
+  /** `ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY`: a proxy header arrived while proxies are not trusted. */
   readonly untrusted: string
+  /** `ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY`: proxies are trusted, but no proxy header came. */
   readonly noProxy: (watched: number) => string
+  /** `ERR_SLUICE_NO_CLIENT_ADDRESS`: the framework found no client address. */
+  readonly noAddress: string
 }
 
 /** Requests watched for a proxy header before `proxyHeader` concludes there is no proxy. */
 export const WATCHED_REQUESTS = 100
+
+const PROXY_CHECKS: readonly ProxyCheckName[] = ['xForwardedFor', 'trustProxy', 'proxyHeader']
 
 /**
  * Legal but suspicious proxy setups, each checked until it has been seen once and reported
  * as a `SluiceWarning` with a stable code, never thrown: a misconfigured proxy must not
  * take the service down. `trustProxy`: every hop is trusted; `xForwardedFor`: a proxy
  * header arrived while proxies are not trusted; `proxyHeader`: proxies are trusted but the
- * first {@link WATCHED_REQUESTS} requests carried no proxy header. An adapter calls
- * `check` while `pending` is true, so a quiet middleware pays one field read per request.
- *
- * @example
- * ```ts
- * const checks = new ProxyChecks('rateLimit', options.validate, texts)
- * if (checks.pending) checks.check(viewOf(req))
- * ```
+ * first {@link WATCHED_REQUESTS} requests carried no proxy header; `clientAddress`: the
+ * framework found no client address. The engine calls `check` while `pending` is true, so
+ * a quiet middleware pays one field read per request.
  */
-export class ProxyChecks {
-  readonly #pending: Set<ProxyCheck>
+export class ProxyChecks<Req> {
+  readonly #pending: Set<ProxyCheckName>
   readonly #factory: string
-  readonly #texts: ProxyTexts
+  readonly #texts: Partial<ProxyTexts>
+  readonly #view: ((req: Req) => ProxyView) | undefined
   #watched = 0
 
-  constructor(factory: string, option: ValidateOption | undefined, texts: ProxyTexts) {
+  constructor(factory: string, option: unknown, setup: ProxySetup<Req> | undefined) {
     this.#factory = factory
-    this.#texts = texts
-    this.#pending = enabledChecks(factory, option, ['xForwardedFor', 'trustProxy', 'proxyHeader'])
+    this.#texts = setup?.texts ?? {}
+    this.#view = setup?.view
+    this.#pending = enabledChecks(factory, option, setup?.checks ?? (setup ? PROXY_CHECKS : []))
+    // Each check runs only where the framework gave its words (and, but for the address,
+    // its view of a request).
+    for (const check of this.#pending) if (!this.#runs(check)) this.#pending.delete(check)
   }
 
-  /** Whether any check is still to run. */
+  #runs(check: ProxyCheckName): boolean {
+    const texts = this.#texts
+    if (check === 'clientAddress') return texts.noAddress !== undefined
+    if (this.#view === undefined) return false
+    if (check === 'trustProxy') return texts.permissive !== undefined
+    return check === 'xForwardedFor' ? texts.untrusted !== undefined : texts.noProxy !== undefined
+  }
+
+  /** Whether a check of a request's proxy setup is still to run. */
   get pending(): boolean {
-    return this.#pending.size !== 0
+    return this.#view !== undefined && this.#pending.size !== 0
   }
 
-  /** Runs the checks still pending against one request's proxy view. */
-  check({ trusted, permissive, forwarded }: ProxyView): void {
+  /** Whether the framework's client address is watched (`clientAddress`). */
+  get watchesAddress(): boolean {
+    return this.#pending.has('clientAddress')
+  }
+
+  /** Runs the checks still pending against one request's proxy setup. */
+  check(req: Req): void {
+    const { trusted, permissive, forwarded } = this.#view!(req)
     const pending = this.#pending
+    const texts = this.#texts
     if (pending.delete('trustProxy') && permissive) {
-      emitWarning(this.#factory, 'ERR_SLUICE_PERMISSIVE_TRUST_PROXY', this.#texts.permissive)
+      emitWarning(this.#factory, 'ERR_SLUICE_PERMISSIVE_TRUST_PROXY', texts.permissive!)
     }
     if (pending.has('proxyHeader')) {
       if (forwarded || !trusted) pending.delete('proxyHeader')
@@ -68,12 +88,19 @@ export class ProxyChecks {
         emitWarning(
           this.#factory,
           'ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY',
-          this.#texts.noProxy(WATCHED_REQUESTS),
+          texts.noProxy!(WATCHED_REQUESTS),
         )
       }
     }
     if (forwarded && pending.delete('xForwardedFor') && !trusted) {
-      emitWarning(this.#factory, 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY', this.#texts.untrusted)
+      emitWarning(this.#factory, 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY', texts.untrusted!)
+    }
+  }
+
+  /** Reports, once, that the framework found no client address. */
+  noAddress(): void {
+    if (this.#pending.delete('clientAddress')) {
+      emitWarning(this.#factory, 'ERR_SLUICE_NO_CLIENT_ADDRESS', this.#texts.noAddress!)
     }
   }
 }

@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net'
 import { type Duration, ManualClock } from '@sluice/core'
 import { memoryStore } from '@sluice/keyed'
 import type { PolicyOptions, Store } from '@sluice/keyed/store'
-import { isPromiseLike, type MaybePromise, rateLimitChannel } from '@sluice/keyed/store'
+import {
+  forgetWarnings,
+  isPromiseLike,
+  type MaybePromise,
+  rateLimitChannel,
+} from '@sluice/keyed/store'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { type Outcome, SKIPPED } from './engine'
@@ -39,11 +44,11 @@ const response: ResponseAccessors<FakeRequest, FakeResponse> = {
 /** An engine on a ManualClock (and a memory store on it) unless the options bring their own. */
 function engine(options: RateLimitOptions<FakeRequest, FakeResponse>) {
   const clock = options.clock ?? new ManualClock()
-  return new RateLimitEngine(
-    { clock, store: memoryStore({ clock }), ...options },
+  return new RateLimitEngine({
+    options: { clock, store: memoryStore({ clock }), ...options },
     request,
     response,
-  )
+  })
 }
 
 /** A memory store with some methods replaced. */
@@ -66,11 +71,11 @@ async function freshEngine() {
   const fresh = await import('./rate-limit-engine')
   return (options: RateLimitOptions<FakeRequest, FakeResponse>) => {
     const clock = options.clock ?? new ManualClock()
-    return new fresh.RateLimitEngine(
-      { clock, store: memoryStore({ clock }), ...options },
+    return new fresh.RateLimitEngine({
+      options: { clock, store: memoryStore({ clock }), ...options },
       request,
       response,
-    )
+    })
   }
 }
 
@@ -148,13 +153,17 @@ describe('RateLimitEngine.admit', () => {
   const throwing = () => {
     throw boom
   }
+  // A failing callback is named by its option, the error it threw kept as the cause.
+  const failed = (option: string) =>
+    new Error(`rateLimit: the "${option}" function failed: boom`, { cause: boom })
   it.each<[string, RateLimitOptions<FakeRequest, FakeResponse>, Error]>([
-    ['a throwing key', { key: throwing }, boom],
-    ['a throwing skip', { skip: throwing }, boom],
-    ['a throwing cost', { cost: throwing }, boom],
+    ['a throwing key', { key: throwing }, failed('key')],
+    ['a throwing skip', { skip: throwing }, failed('skip')],
+    ['a throwing cost', { cost: throwing }, failed('cost')],
     ['a throwing limit', { limit: throwing }, boom],
     ['a throwing policies()', { policies: throwing }, boom],
-    ['a rejecting key', { key: async () => Promise.reject(boom) }, boom],
+    ['a rejecting key', { key: async () => Promise.reject(boom) }, failed('key')],
+    ['a rejecting skip', { skip: async () => Promise.reject(boom) }, failed('skip')],
     [
       'a key that is no string',
       { key: () => 42 as never },
@@ -184,6 +193,7 @@ describe('RateLimitEngine.admit', () => {
     }).not.toThrow()
     expect(isPromiseLike(outcome)).toBe(true)
     await expect(outcome).rejects.toEqual(error)
+    if (error.cause !== undefined) await expect(outcome).rejects.toHaveProperty('cause', boom)
   })
 
   it('skips a request skip() picks: nothing counted, no headers, no decision', async () => {
@@ -511,6 +521,52 @@ describe('RateLimitEngine events', () => {
     }
   })
 
+  const boom = new Error('boom')
+  it.each<[string, RateLimitOptions<FakeRequest, FakeResponse>, string]>([
+    [
+      'a throwing key',
+      {
+        key: () => {
+          throw boom
+        },
+      },
+      'Error: rateLimit: the "key" function failed: boom',
+    ],
+    [
+      'a rejecting store',
+      { store: storeWith({ take: async () => Promise.reject(boom) }) },
+      'Error: boom',
+    ],
+  ])(
+    'dry run: %s lets the request pass, reported by a warning and an event',
+    async (_, options, reason) => {
+      forgetWarnings()
+      const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+      const seen = listen<{ allowed: boolean; enforced: boolean; error?: unknown }>(
+        'sluice:rate-limit',
+      )
+      try {
+        const limiter = engine({ limit: 1, dryRun: true, ...options })
+        for (let i = 0; i < 2; i++) {
+          expect(await limiter.admit({ ip: '10.0.0.1' }, new Map())).toBe(SKIPPED)
+        }
+        expect(seen.events).toEqual([
+          expect.objectContaining({ allowed: true, enforced: false, error: expect.any(Error) }),
+          expect.objectContaining({ allowed: true, enforced: false, error: expect.any(Error) }),
+        ])
+        // One warning for one failure, however many requests meet it.
+        expect(spy.mock.calls).toEqual([
+          [
+            `rateLimit: dryRun could not decide a request, so it passed undecided: ${reason} (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_DRY_RUN_FAILED.md)`,
+            { type: 'SluiceWarning', code: 'ERR_SLUICE_DRY_RUN_FAILED' },
+          ],
+        ])
+      } finally {
+        seen.stop()
+      }
+    },
+  )
+
   it('reports a dry-run refusal as not enforced', () => {
     const seen = listen<{ allowed: boolean; enforced: boolean }>('sluice:rate-limit')
     try {
@@ -746,7 +802,7 @@ describe('RateLimitEngine construction', () => {
       'unknown option "skipFailedRequests" (use refundWhen: (req, res) => res.statusCode >= 400)',
     ],
     [{ limt: 10 }, 'unknown option "limt" (did you mean "limit"?)'],
-    [{ onLimited: () => {} }, 'unknown option "onLimited"'],
+    [{ getIp: () => 'k' }, 'unknown option "getIp"'],
   ])('refuses unknown option %j, with a hint where there is one', (options, message) => {
     expect(() => engine(options as never)).toThrow(new TypeError(`rateLimit: ${message}`))
   })
@@ -754,10 +810,51 @@ describe('RateLimitEngine construction', () => {
   it('accepts the option names the adapter handles itself', () => {
     expect(
       () =>
-        new RateLimitEngine({ onLimited: () => {} } as never, request, response, 'rateLimit', [
-          'onLimited',
-        ]),
+        new RateLimitEngine({
+          options: { getIp: () => 'k' } as never,
+          request,
+          response,
+          adapterOptions: ['getIp'],
+        }),
     ).not.toThrow()
+  })
+
+  it.each<[string, unknown, string]>([
+    // Express calls it with (req, res, next): app.use(rateLimit) instead of rateLimit().
+    ['a request', Object.create({ socket: {} }), 'an object of another kind (Object)'],
+    [
+      'a class instance',
+      new (class IncomingMessage {})(),
+      'an object of another kind (IncomingMessage)',
+    ],
+    // A TC39 decorator used without its call gets the method.
+    ['a function', () => {}, 'a function'],
+  ])('refuses %s as options: the factory was handed over uncalled', (_, options, got) => {
+    expect(() => new RateLimitEngine({ options: options as never, request, response })).toThrow(
+      new TypeError(
+        `rateLimit: options must be a plain object, got ${got}: was rateLimit handed over without being called? Write rateLimit({ ... }).`,
+      ),
+    )
+  })
+
+  it('reads options as own properties only: a polluted prototype changes nothing', () => {
+    const polluted = Object.prototype as Record<string, unknown>
+    polluted.dryRun = true
+    polluted.skip = () => true
+    polluted.capacity = 1000
+    polluted.block = { for: '1h' }
+    try {
+      const limiter = engine({ limit: 1, window: '1m' })
+      expect(limiter.dryRun).toBe(false)
+      expect(limiter.policies[0]?.block).toBeUndefined()
+      expect(admit(limiter).outcome.action).toBe('pass')
+      expect(admit(limiter).outcome.action).toBe('refuse')
+    } finally {
+      delete polluted.dryRun
+      delete polluted.skip
+      delete polluted.capacity
+      delete polluted.block
+    }
   })
 
   it.each<[RateLimitOptions<FakeRequest, FakeResponse>, Error]>([

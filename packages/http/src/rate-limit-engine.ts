@@ -17,12 +17,15 @@ import {
   POLICY_OPTIONS,
   type PolicyOptions,
   rateLimitChannel,
+  warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
-import type { RequestAccessors, ResponseAccessors } from './accessors'
 import { type Decision, primaryIndex } from './decision'
 import {
   type CommonOptions,
+  callbackFailed,
   Engine,
+  type EngineInit,
+  type FollowedResponse,
   type LimitedBody,
   type Outcome,
   QUOTA_EXCEEDED,
@@ -104,18 +107,13 @@ export interface RateLimitOptions<Req = unknown, Res = unknown>
 const OPTION_NAMES = [
   ...POLICY_OPTIONS,
   'policies',
-  'key',
   'cost',
   'headers',
   'wait',
   'skip',
   'refundWhen',
-  'statusCode',
-  'message',
-  'store',
-  'clock',
   'dryRun',
-  'problemDetails',
+  'validate',
 ]
 
 /** Names other rate limiters use, and what to write instead. */
@@ -159,7 +157,7 @@ const WAIT_OPTIONS = ['timeout', 'maxQueue']
  *
  * @example
  * ```ts
- * const engine = new RateLimitEngine({ limit: 10, window: '1s' }, requestAccessors, responseAccessors)
+ * const engine = new RateLimitEngine({ options: { limit: 10, window: '1s' }, request, response })
  * const outcome = await engine.admit(req, res)
  * if (outcome.action === 'refuse') send(res, outcome.status, await outcome.refusal())
  * ```
@@ -179,25 +177,18 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   readonly #waitMs: number | undefined
   readonly #maxQueue: number
 
-  /**
-   * @param adapterOptions Option names the adapter handles itself (e.g. `onLimited`), so
-   *   they are not refused as unknown.
-   */
-  constructor(
-    options: RateLimitOptions<Req, Res>,
-    request: RequestAccessors<Req>,
-    response: ResponseAccessors<Req, Res>,
-    factory = 'rateLimit',
-    adapterOptions: readonly string[] = [],
-  ) {
-    readOptions(factory, options, [...OPTION_NAMES, ...adapterOptions], RATE_LIMIT_HINTS)
-    super(factory, options, request, response, {
+  constructor(init: EngineInit<RateLimitOptions<Req, Res>, Req, Res>) {
+    super(init, {
+      factory: 'rateLimit',
+      names: OPTION_NAMES,
+      hints: RATE_LIMIT_HINTS,
       status: 429,
       message: 'Too Many Requests',
       key: ip(),
       problem: QUOTA_EXCEEDED,
     })
-    warnAboutSmallWindows(factory, options)
+    const { factory } = this
+    const options = this.given as RateLimitOptions<Req, Res>
     this.source = new PolicySource<Req>(options as PoliciesOptions, factory)
     if (this.source.fixed !== undefined) claimPolicies(this.store, this.source.fixed, factory)
     const { cost = 1 } = options
@@ -223,8 +214,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       if (typeof wait !== 'object' || wait === null || Array.isArray(wait)) {
         throw typeError(factory, 'wait', 'must be an object { timeout, maxQueue }', wait)
       }
-      readOptions(`${factory}: "wait"`, wait, WAIT_OPTIONS)
-      if (wait.timeout === undefined)
+      const waiting = readOptions(`${factory}: "wait"`, wait, WAIT_OPTIONS)
+      if (waiting.timeout === undefined)
         throw typeError(factory, 'wait.timeout', 'is required', undefined)
       if (this.dryRun) {
         throw typeError(
@@ -234,11 +225,12 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
           wait,
         )
       }
-      this.#waitMs = readDuration(factory, 'wait.timeout', wait.timeout)
+      warnIfBareMilliseconds(factory, 'wait.timeout', waiting.timeout)
+      this.#waitMs = readDuration(factory, 'wait.timeout', waiting.timeout)
       this.#maxQueue =
-        wait.maxQueue === undefined
+        waiting.maxQueue === undefined
           ? 100
-          : readNonNegativeInteger(factory, 'wait.maxQueue', wait.maxQueue)
+          : readNonNegativeInteger(factory, 'wait.maxQueue', waiting.maxQueue)
     }
   }
 
@@ -257,25 +249,73 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
 
   /**
    * Decides one request and prepares the answer. Never throws: a failing callback or
-   * store rejects the returned promise. In waiting mode a request over the limit resolves
-   * once it is admitted or its wait is known to be too long; if its client goes away while
-   * it waits, the promise rejects with the abort reason and the request has left the queue.
+   * store rejects the returned promise (in dry run the request passes instead, reported
+   * by a warning and a `sluice:rate-limit` event with its `error`). In waiting mode a
+   * request over the limit resolves once it is admitted or its wait is known to be too
+   * long; if its client goes away while it waits, the promise rejects with the abort
+   * reason and the request has left the queue.
    */
   admit(req: Req, res: Res): MaybePromise<Outcome> {
+    let decided: MaybePromise<Outcome>
     try {
-      const earlier = this.decidedBefore(req)
-      if (earlier !== undefined) return new RateLimitOutcome(this, req, res, earlier, false)
-      if (this.#skip !== undefined) {
-        const skipped = this.#skip(req)
-        if (isPromiseLike(skipped)) {
-          return Promise.resolve(skipped).then((skip) => (skip ? SKIPPED : this.#keyed(req, res)))
-        }
-        if (skipped) return SKIPPED
-      }
-      return this.#keyed(req, res)
+      if (this.proxy.pending) this.proxy.check(req)
+      decided = this.#admit(req, res)
     } catch (error) {
-      return Promise.reject(error)
+      return this.dryRun ? this.#undecided(error) : Promise.reject(error)
     }
+    if (!this.dryRun || !isPromiseLike(decided)) return decided
+    return Promise.resolve(decided).then(undefined, (error: unknown) => this.#undecided(error))
+  }
+
+  #admit(req: Req, res: Res): MaybePromise<Outcome> {
+    const earlier = this.decidedBefore(req)
+    if (earlier !== undefined) return new RateLimitOutcome(this, req, res, earlier, false)
+    if (this.#skip === undefined) return this.#keyed(req, res)
+    const skipped = this.#call('skip', this.#skip, req)
+    if (isPromiseLike(skipped)) {
+      return Promise.resolve(skipped).then((skip) => (skip ? SKIPPED : this.#keyed(req, res)))
+    }
+    return skipped ? SKIPPED : this.#keyed(req, res)
+  }
+
+  /** Calls a user callback, naming its option should it throw or reject. */
+  #call<T>(option: string, callback: (req: Req) => T | Promise<T>, req: Req): MaybePromise<T> {
+    let value: T | Promise<T>
+    try {
+      value = callback(req)
+    } catch (error) {
+      throw callbackFailed(this.factory, option, error)
+    }
+    if (!isPromiseLike(value)) return value
+    return Promise.resolve(value).then(undefined, (error: unknown) => {
+      throw callbackFailed(this.factory, option, error)
+    })
+  }
+
+  /**
+   * Shadow mode never changes what a client gets: a request whose decision failed (a
+   * throwing key, a failing store) passes, and the failure is reported.
+   */
+  #undecided(error: unknown): Outcome {
+    emitWarning(
+      this.factory,
+      'ERR_SLUICE_DRY_RUN_FAILED',
+      `dryRun could not decide a request, so it passed undecided: ${String(error)}`,
+    )
+    if (rateLimitChannel.hasSubscribers) {
+      rateLimitChannel.publish({
+        key: '',
+        policy: '',
+        allowed: true,
+        enforced: false,
+        remaining: 0,
+        cost: 0,
+        retryAfterMs: 0,
+        policies: [],
+        error,
+      })
+    }
+    return SKIPPED
   }
 
   #keyed(req: Req, res: Res): MaybePromise<Outcome> {
@@ -298,7 +338,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
 
   #costed(req: Req, res: Res, key: string, policies: readonly Policy[]): MaybePromise<Outcome> {
     if (this.#costOf === undefined) return this.#take(req, res, key, policies, this.#cost)
-    const cost = this.#costOf(req)
+    const cost = this.#call('cost', this.#costOf, req)
     if (isPromiseLike(cost)) {
       return Promise.resolve(cost).then((c) =>
         this.#take(req, res, key, policies, this.#checkCost(c)),
@@ -430,12 +470,15 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     return this.store.reset(key, this.policies)
   }
 
-  /** After the response: gives the permits back when `refundWhen` says so. */
-  settle(req: Req, res: Res, decided: Decision, gone: boolean): void {
+  /**
+   * After the response: gives the permits back when `refundWhen` says so. Returns the
+   * refund still under way, if any (its failure already reported).
+   */
+  settle(req: Req, res: Res, decided: Decision, gone: boolean): Promise<void> | undefined {
     const refundWhen = this.refundWhen
     // Dry run refunds too: its store took the permits, and its decisions must report what
     // enforcement would decide, which counts only what refundWhen keeps.
-    if (refundWhen === undefined || gone || !decided.allowed) return
+    if (refundWhen === undefined || gone || !decided.allowed) return undefined
     const refund = () => {
       const receipts = decided.results.map((r) => r.receipt)
       return this.store.refund(
@@ -455,17 +498,17 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     try {
       const yes = refundWhen(req, res)
       if (isPromiseLike(yes)) {
-        Promise.resolve(yes)
+        return Promise.resolve(yes)
           .then((y) => (y ? refund() : undefined))
           .then(undefined, report)
-        return
       }
-      if (!yes) return
+      if (!yes) return undefined
       const refunded = refund()
-      if (isPromiseLike(refunded)) Promise.resolve(refunded).then(undefined, report)
+      if (isPromiseLike(refunded)) return Promise.resolve(refunded).then(undefined, report)
     } catch (error) {
       report(error)
     }
+    return undefined
   }
 }
 
@@ -491,6 +534,7 @@ class RateLimitOutcome<Req, Res> implements Outcome {
   readonly status: number
   readonly holds: boolean
   #settled = false
+  #response: FollowedResponse | undefined
 
   constructor(
     private readonly engine: RateLimitEngine<Req, Res>,
@@ -505,15 +549,34 @@ class RateLimitOutcome<Req, Res> implements Outcome {
     this.holds = counted && engine.refundWhen !== undefined && decision.allowed
   }
 
+  get exposes(): 'rateLimit' {
+    return 'rateLimit'
+  }
+
+  get info(): Decision {
+    return this.decision
+  }
+
+  get onLimited(): ((...args: never[]) => unknown) | undefined {
+    return this.engine.onLimited
+  }
+
   refusal(): MaybePromise<Refusal> {
     return this.engine.refusalOf(this.req, this.res, this.decision)
+  }
+
+  follow(response: FollowedResponse): void {
+    this.#response = response
   }
 
   done(gone: boolean): void {
     if (!this.holds || this.#settled) return
     this.#settled = true
-    this.engine.settle(this.req, this.res, this.decision, gone)
+    const refunding = this.engine.settle(this.req, this.res, this.decision, gone)
+    if (refunding !== undefined) this.#response?.waitUntil?.(refunding)
   }
+
+  workDone(): void {}
 }
 
 /** The longest wait among the refusing policies: when all of them would admit. */
@@ -559,26 +622,4 @@ function publish(decided: Decision): void {
       remaining: r.remaining,
     })),
   })
-}
-
-/**
- * `window: 60` is 60 milliseconds here, where rate-limiter-flexible's `duration: 60` is a
- * minute: a bare number under a second is almost always seconds meant as milliseconds.
- */
-function warnAboutSmallWindows(factory: string, options: RateLimitOptions<never, never>): void {
-  const windows: [string, unknown][] = [['window', options.window]]
-  if (Array.isArray(options.policies)) {
-    options.policies.forEach((p, i) => {
-      windows.push([`policies[${i}].window`, p?.window])
-    })
-  }
-  for (const [option, value] of windows) {
-    if (typeof value === 'number' && value > 0 && value < 1000) {
-      emitWarning(
-        factory,
-        'ERR_SLUICE_WINDOW_IN_MS',
-        `"${option}" is ${value}, which is ${value} milliseconds, not seconds. Write '${value}s' if you meant seconds, or '${value}ms' to silence this.`,
-      )
-    }
-  }
 }

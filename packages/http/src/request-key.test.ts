@@ -91,7 +91,7 @@ describe('KeyNormalizer', () => {
     expect(texts()[0]).toContain('a custom key is a raw IPv6 address ("2001:db8::1")')
   })
 
-  it.each(['10.0.0.1:53211', '[2001:db8::1]:443'])(
+  it.each(['10.0.0.1:53211', '[2001:db8::1]:443', '::ffff:127.0.0.1:42780'])(
     'warns once about a custom key with a port: %s',
     async (key) => {
       const { keys, codes } = await normalizer(true)

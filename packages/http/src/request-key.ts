@@ -1,12 +1,14 @@
 import { describe } from '@sluice/core/validation'
-import { boundedKey, emitWarning, MAX_KEY_LENGTH } from '@sluice/keyed/store'
+import { emitWarning, storedKey } from '@sluice/keyed/store'
 import { FALLBACK_KEY } from './keys'
 
 /** How many requests the shape of a custom key is checked on before the checks stop. */
 const CHECKED_REQUESTS = 1000
 
 const IPV6 = /^[0-9a-f]*:[0-9a-f:.]*$/i
-const WITH_PORT = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
+// An IPv4 address (IPv4-mapped IPv6 included, as Node reports IPv4 clients of a dual-stack
+// server) or a bracketed IPv6 address, then a port.
+const WITH_PORT = /^(?:(?:::ffff:)?\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d+$/i
 
 /**
  * Turns what a key extractor returned into the key a store sees, once per request: empty
@@ -46,7 +48,7 @@ export class KeyNormalizer {
       )
     }
     if (this.#custom && this.#checks > 0) this.#check(raw)
-    return raw.length > MAX_KEY_LENGTH ? boundedKey(raw) : raw
+    return storedKey(raw)
   }
 
   #check(key: string): void {

@@ -14,6 +14,26 @@ export type ValidateOption<Check extends string = string> =
   | { readonly [K in Check]?: boolean }
 
 /**
+ * The `validate` option of an adapter on a proxy-aware framework (Express `trust proxy`,
+ * Koa `app.proxy`, Fastify `trustProxy`): `xForwardedFor` (warn when `X-Forwarded-For`
+ * arrives while proxies are not trusted), `trustProxy` (warn when every hop is trusted),
+ * `proxyHeader` (warn when proxies are trusted but the first 100 requests carried no proxy
+ * header: with no proxy in front, any client can send one and pick its key).
+ *
+ * @example
+ * ```ts
+ * rateLimit({ limit: 100, validate: { xForwardedFor: false } })
+ * ```
+ */
+export type ProxyValidateOption = ValidateOption<'xForwardedFor' | 'trustProxy' | 'proxyHeader'>
+
+/** The stable codes of the warnings {@link ProxyValidateOption} switches. */
+export type ProxyWarningCode =
+  | 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'
+  | 'ERR_SLUICE_PERMISSIVE_TRUST_PROXY'
+  | 'ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY'
+
+/**
  * Resolves a `validate` option into the set of checks to run. An adapter deletes a check
  * from the set once it has looked at it, so each suspicious setup is reported at most once
  * and a quiet middleware pays for one `size` test per request.
@@ -49,5 +69,8 @@ export function enabledChecks<Check extends string>(
       )
     }
   }
-  return new Set(checks.filter((check) => switches[check] !== false))
+  // Own switches only: a polluted Object.prototype must not turn a check off.
+  return new Set(
+    checks.filter((check) => !Object.hasOwn(switches, check) || switches[check] !== false),
+  )
 }

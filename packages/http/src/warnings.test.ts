@@ -1,7 +1,10 @@
 import { createServer, get } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createdInsideRequest, emitWarning } from '@sluice/keyed/store'
+import { warningsOf } from '@sluice/keyed/testing'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
+import { RateLimitEngine, type RateLimitOptions } from './rate-limit-engine'
 import { enabledChecks } from './validate'
 
 const atModuleLevel = createdInsideRequest()
@@ -121,5 +124,56 @@ describe('createdInsideRequest', () => {
     const limit = Error.stackTraceLimit
     createdInsideRequest()
     expect(Error.stackTraceLimit).toBe(limit)
+  })
+})
+
+describe('durations in bare milliseconds', () => {
+  const rateLimit = (options: RateLimitOptions) =>
+    warningsOf(() => new RateLimitEngine({ options, request: {} as never, response: {} as never }))
+  const bulkhead = (options: BulkheadOptions) =>
+    warningsOf(() => new BulkheadEngine({ options, request: {} as never, response: {} as never }))
+  const about = (code: string, text: string) => [[code, expect.stringContaining(text)]]
+
+  it('rateLimit: "wait.timeout"', () => {
+    expect(rateLimit({ wait: { timeout: 2 } })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `rateLimit: "wait.timeout" is 2, which is 2 milliseconds`),
+    )
+    expect(rateLimit({ wait: { timeout: '2s' } })).toEqual([])
+    expect(rateLimit({ wait: { timeout: 0 } })).toEqual([])
+  })
+
+  it('rateLimit: "window", "block.for" and each entry of "policies"', () => {
+    expect(rateLimit({ window: 60 })).toEqual(
+      about('ERR_SLUICE_WINDOW_IN_MS', `rateLimit: "window" is 60`),
+    )
+    expect(rateLimit({ block: { for: 60 } })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `rateLimit: "block.for" is 60`),
+    )
+    expect(
+      rateLimit({
+        policies: [
+          { name: 'a', window: '1m' },
+          { name: 'b', window: 5 },
+        ],
+      }),
+    ).toEqual(about('ERR_SLUICE_WINDOW_IN_MS', `rateLimit: "policies[1].window" is 5`))
+    expect(rateLimit({ limit: () => 10, block: { for: 15 } })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `rateLimit: "block.for" is 15`),
+    )
+  })
+
+  it('bulkhead: "queueTimeout", "retryAfter" and "holdTimeout"', () => {
+    expect(bulkhead({ maxQueue: 10, queueTimeout: 5 })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "queueTimeout" is 5, which is 5 milliseconds`),
+    )
+    expect(bulkhead({ retryAfter: 30 })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "retryAfter" is 30, which is 30 milliseconds`),
+    )
+    expect(bulkhead({ holdTimeout: 60 })).toEqual(
+      about('ERR_SLUICE_DURATION_IN_MS', `bulkhead: "holdTimeout" is 60, which is 60 milliseconds`),
+    )
+    expect(
+      bulkhead({ maxQueue: 10, queueTimeout: '5s', retryAfter: 30_000, holdTimeout: false }),
+    ).toEqual([])
   })
 })

@@ -37,6 +37,11 @@ export interface RateLimitEvent {
     readonly allowed: boolean
     readonly remaining: number
   }[]
+  /**
+   * Dry run only: why no decision could be made (a throwing `key`, a failing store). The
+   * request passed undecided; `key` and `policy` are empty, the numbers 0.
+   */
+  readonly error?: unknown
 }
 
 /** Published on `sluice:bulkhead` as things happen to one request's slot, in order. */
@@ -61,6 +66,12 @@ export interface BulkheadEvent {
   readonly waitedMs?: number
   /** How long the slot was held: on `release`. */
   readonly heldMs?: number
+  /**
+   * A bulkhead with `priority`: the request's partition (named after its priority,
+   * `'critical'`, `'sheddable'`, `'7'`) on every event of the request; on a `reject`, the
+   * partition that refused.
+   */
+  readonly partition?: string
 }
 
 /** Published on `sluice:store` when a shared store starts failing and when it recovers. */

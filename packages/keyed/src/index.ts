@@ -14,6 +14,17 @@ export {
   type RateLimitEvent,
   type StoreEvent,
 } from './events'
+export {
+  type KeyedCost,
+  type KeyedLimiter,
+  type KeyedLimiterOptions,
+  type KeyedPermit,
+  type KeyedPolicyResult,
+  type KeyedResult,
+  keyedLimiter,
+  type Receipt,
+  type Reservation,
+} from './keyed-limiter'
 export type { MaybePromise } from './maybe-promise'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store'
 export type { BlockOptions, PolicyOptions, RateAlgorithm } from './policy'

@@ -7,16 +7,25 @@ import { sha256 } from '@noble/hashes/sha2'
  */
 export const MAX_KEY_LENGTH = 256
 
+/** What a key's digest form starts with. */
+const DIGEST = 'sha256:'
+
 function base64url(bytes: Uint8Array): string {
   let binary = ''
   for (const byte of bytes) binary += String.fromCharCode(byte)
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
+function digest(key: string): string {
+  return `${DIGEST}${base64url(sha256(new TextEncoder().encode(key)))}`
+}
+
 /**
  * A key longer than {@link MAX_KEY_LENGTH} as `sha256:<digest>`: a cryptographic hash,
  * because a client that controls a long key (a header) must not be able to collide with
- * another client's budget, and every process must map one key alike (Redis).
+ * another client's budget, and every process must map one key alike (Redis). What a
+ * store applies to every key it is given, so it is bounded in bytes whoever calls it;
+ * bounded keys are left as they are.
  *
  * @example
  * ```ts
@@ -24,6 +33,21 @@ function base64url(bytes: Uint8Array): string {
  * ```
  */
 export function boundedKey(key: string): string {
-  if (key.length <= MAX_KEY_LENGTH) return key
-  return `sha256:${base64url(sha256(new TextEncoder().encode(key)))}`
+  return key.length > MAX_KEY_LENGTH ? digest(key) : key
+}
+
+/**
+ * The key a limiter stores for a key it is given: {@link boundedKey}, and a key that
+ * already reads `sha256:…` is hashed too, so no client can forge the digest form of
+ * another client's long key (which the decision, the events and the logs show) and
+ * share its budget. The one normalisation of every keyed call (`consume`, `get`,
+ * `delete`, the middleware's `keyFor`).
+ *
+ * @example
+ * ```ts
+ * storedKey('sha256:abc') === storedKey('sha256:abc') // true, and not 'sha256:abc'
+ * ```
+ */
+export function storedKey(key: string): string {
+  return key.length > MAX_KEY_LENGTH || key.startsWith(DIGEST) ? digest(key) : key
 }

@@ -2,6 +2,7 @@ import type { Clock, NormalizedRateSpec } from '@sluice/core'
 import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
 import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { checkBlock, checkCost, costAt } from './call-checks'
+import { boundedKey, MAX_KEY_LENGTH } from './key'
 import { KeyIndex } from './key-index'
 import type {
   Cost,
@@ -47,6 +48,12 @@ export interface MemoryStore extends Store {
   /** Concurrency permits currently held, over all keys. */
   readonly inFlight: number
 }
+
+/**
+ * Keys are bounded at the store, whoever calls it: a 16 KB key is kept as its digest, so
+ * `maxKeys` bounds memory in bytes too.
+ */
+const bound = (key: string) => (key.length > MAX_KEY_LENGTH ? boundedKey(key) : key)
 
 /** A sanity bound: state for more keys than this in one process is a misconfiguration. */
 const MAX_KEYS = 10_000_000
@@ -470,7 +477,8 @@ function answer(
 ): TakeResult {
   if (into === undefined) return { allowed, results: results! }
   into.allowed = allowed
-  into.results.length = count
+  // Writing an array's length is slow even when it does not change: only when it does.
+  if (into.results.length !== count) into.results.length = count
   return into
 }
 
@@ -504,6 +512,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   take(key: string, policies: readonly Policy[], cost: Cost, into?: TakeBuffer): TakeResult {
+    key = bound(key)
     if (policies.length !== 1 || typeof cost !== 'number') {
       return this.#takeAll(key, policies, cost, into)
     }
@@ -663,6 +672,7 @@ class InMemoryStore implements MemoryStore {
     receipts?: readonly (number | undefined)[],
   ): void {
     checkCost('memoryStore.refund', cost, policies.length)
+    key = bound(key)
     const now = this.#clock.now()
     for (let i = 0; i < policies.length; i++) {
       const table = this.#table(policies[i]!)
@@ -676,6 +686,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   force(key: string, policies: readonly Policy[], cost: Cost): readonly PolicyResult[] {
+    key = bound(key)
     checkCost('memoryStore.force', cost, policies.length)
     const now = this.#clock.now()
     for (let i = 0; i < policies.length; i++) {
@@ -690,6 +701,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   block(key: string, policies: readonly Policy[], ms: number): void {
+    key = bound(key)
     checkBlock('memoryStore.block', ms)
     const now = this.#clock.now()
     for (const policy of policies) {
@@ -699,6 +711,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   release(key: string, policy: Policy, lease: Lease): void {
+    key = bound(key)
     if (!(lease instanceof MemoryLease) || !lease.open || !lease.slots.live) return
     const table = this.#slots.get(policy.id)
     if (table === undefined || table.find(key) !== lease.slots) return
@@ -707,6 +720,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[] {
+    key = bound(key)
     const now = this.#clock.now()
     const quota = this.#quota
     return policies.map((policy) => {
@@ -725,6 +739,7 @@ class InMemoryStore implements MemoryStore {
   }
 
   reset(key: string, policies?: readonly Policy[]): void {
+    key = bound(key)
     const tables: (Table | undefined)[] =
       policies === undefined
         ? [...this.#rates.values(), ...this.#slots.values()]

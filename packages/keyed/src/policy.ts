@@ -9,6 +9,7 @@ import {
   typeError,
 } from '@sluice/core/validation'
 import type { Penalty, Policy, Store } from './store'
+import { warnIfBareMilliseconds } from './warnings'
 
 /** The time-based algorithms a rate-limit policy may use. */
 export type RateAlgorithm =
@@ -206,6 +207,7 @@ function readBlock(factory: string, prefix: string, value: unknown): Penalty | u
     after?: unknown
   }
   if (block.for === undefined) throw typeError(factory, `${option}.for`, 'is required', undefined)
+  warnIfBareMilliseconds(factory, `${option}.for`, block.for)
   return {
     forMs: readPositiveDuration(factory, `${option}.for`, block.for),
     after:
@@ -223,16 +225,21 @@ function readBlock(factory: string, prefix: string, value: unknown): Penalty | u
  * compilePolicy({ limit: 10, window: '1s' }, 'rateLimit') // name '10-per-1s', windowMs 1000
  * ```
  */
-export function compilePolicy(options: PolicyOptions, factory: string, prefix = ''): Policy {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+export function compilePolicy(given: PolicyOptions, factory: string, prefix = ''): Policy {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw typeError(
       factory,
       prefix === '' ? 'options' : prefix.slice(0, -1),
       'must be an object',
-      options,
+      given,
     )
   }
-  if (prefix !== '') readOptions(factory, options, POLICY_OPTIONS)
+  // Own properties only, so a polluted Object.prototype cannot set a capacity or a block.
+  // A middleware's top-level options hold more than a policy's: its engine checked the names.
+  const options: PolicyOptions =
+    prefix === ''
+      ? Object.assign(Object.create(null) as PolicyOptions, given)
+      : readOptions(factory, given, POLICY_OPTIONS)
   const algorithm = options.algorithm ?? DEFAULT_ALGORITHM
   const definition = algorithmDefinition(algorithm, factory, `${prefix}algorithm`, RATE_ALGORITHMS)
   for (const extra of ['capacity', 'slots', 'warmUp'] as const) {
@@ -258,6 +265,8 @@ export function compilePolicy(options: PolicyOptions, factory: string, prefix = 
     factory,
     prefix,
   )
+  warnIfBareMilliseconds(factory, `${prefix}window`, options.window)
+  warnIfBareMilliseconds(factory, `${prefix}warmUp`, options.warmUp)
   const name =
     options.name === undefined ? undefined : policyName(factory, `${prefix}name`, options.name)
   return makePolicy(spec, name, readBlock(factory, prefix, options.block))

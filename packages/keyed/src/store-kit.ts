@@ -1,7 +1,10 @@
 /**
  * For authors of stores (and of sluice's own packages): the policy helpers, the state a
- * store keeps as data (`StoredState`), key bounding, the event channels a store publishes
- * on and its warnings. Users of the limiters never need it.
+ * store keeps as data (`StoredState`) and its results over a wire, key bounding, the event
+ * channels a store publishes on and its warnings, and what every store whose state lives
+ * elsewhere shares: its options (`readRemoteStoreOptions`), its health per shard
+ * (`StoreHealth`) and its answers while the backend fails (`Fallback`). Users of the
+ * limiters never need it.
  *
  * @module
  */
@@ -19,7 +22,8 @@ export {
   type StoreEvent,
   storeChannel,
 } from './events'
-export { boundedKey, MAX_KEY_LENGTH } from './key'
+export { Fallback, type FallbackOptions } from './fallback'
+export { boundedKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
@@ -38,7 +42,19 @@ export {
   policyName,
   type RateAlgorithm,
 } from './policy'
+export { longestWait, primaryIndex } from './primary'
+export {
+  MAX_TIMER_MS,
+  type OnError,
+  REMOTE_STORE_OPTIONS,
+  type RemoteStoreOptions,
+  type RemoteStoreSettings,
+  readLeaseTtl,
+  readRemoteStoreOptions,
+} from './remote-options'
 export type * from './store'
+export { type StoreFailure, StoreHealth, type StoreHealthOptions } from './store-health'
+export { fromWire, toWire, type WireResult, type WireTake, withPolicies } from './stored-results'
 export {
   type RateRecord,
   type SlotsRecord,
@@ -51,4 +67,9 @@ export {
   type Strikes,
 } from './stored-state'
 export { countStrike, type StrikeCount } from './strikes'
-export { createdInsideRequest, emitWarning, forgetWarnings } from './warnings'
+export {
+  createdInsideRequest,
+  emitWarning,
+  forgetWarnings,
+  warnIfBareMilliseconds,
+} from './warnings'

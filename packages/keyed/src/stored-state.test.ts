@@ -109,6 +109,46 @@ describe('StoredState', () => {
     expect(store.records.size).toBe(0)
   })
 
+  it('admits a retried take once per lease id: one slot held, permits counted once', () => {
+    const clock = new ManualClock(0)
+    const records = new Map<string, StoredRecord>()
+    const slots = concurrencyPolicy('slots', 1)
+    const rate = compilePolicy({ algorithm: 'fixed-window', limit: 3, window: '1s' }, 'test')
+    const policies = [rate, slots]
+    const take = (lease: string) => {
+      const state = new StoredState(
+        policies,
+        policies.map((p) => structuredClone(records.get(p.id))),
+        clock.now(),
+      )
+      const taken = state.take(1, 60_000, lease)
+      for (const { index, record } of state.changes()) {
+        if (record === undefined) records.delete(policies[index]!.id)
+        else records.set(policies[index]!.id, structuredClone(record))
+      }
+      return taken
+    }
+    const answer = (resetMs: number) => ({
+      allowed: true,
+      results: [
+        { allowed: true, remaining: 2, resetMs, retryAfterMs: 0, receipt: 0 },
+        {
+          allowed: true,
+          remaining: 0,
+          resetMs: 0,
+          retryAfterMs: 0,
+          lease: { id: 'a', permits: 1 },
+        },
+      ],
+    })
+    expect(take('a')).toEqual(answer(1_000))
+    // The same take again (its answer was lost): the same answer, nothing more taken.
+    clock.advance(40)
+    expect(take('a')).toEqual(answer(960))
+    // Another take is another lease: the one slot is held.
+    expect(take('b').allowed).toBe(false)
+  })
+
   it('drops expired leases: a holder that died frees its slot after leaseTtl', () => {
     const clock = new ManualClock(0)
     const store = recordStore(clock)

@@ -40,6 +40,11 @@ export interface StoredLease {
   readonly id: string
   readonly permits: number
   readonly expiresAt: number
+  /**
+   * The receipts of the take that took the slot, one per policy of that take (null where
+   * none), when it took from time-based policies too: a retry of the take answers them.
+   */
+  readonly receipts?: readonly (number | null)[]
 }
 
 /** One policy's state for one key, as a store keeps it; undefined when the key is fresh. */
@@ -251,8 +256,21 @@ export class StoredState {
   /**
    * Takes `cost` permits from every policy, or from none (`Store.take`). A concurrency
    * policy's slot is a lease held until released, or for `leaseTtlMs` at most.
+   *
+   * `leaseId` names the take's leases (one id for all of its concurrency policies; random
+   * when absent). A take whose id already holds a slot here is the retry of one that was
+   * admitted (its answer was lost on the way back): it is admitted again and takes
+   * nothing, so a retried take is counted once and holds one slot.
    */
-  take(cost: Cost, leaseTtlMs: number): { allowed: boolean; results: StoredResult[] } {
+  take(
+    cost: Cost,
+    leaseTtlMs: number,
+    leaseId?: string,
+  ): { allowed: boolean; results: StoredResult[] } {
+    if (leaseId !== undefined) {
+      const retried = this.#retried(cost, leaseId)
+      if (retried !== undefined) return retried
+    }
     const entries = this.#entries
     const now = this.#now
     const blocked = entries.map((entry) => (entry instanceof RateEntry ? entry.blockedFor(now) : 0))
@@ -265,24 +283,32 @@ export class StoredState {
           : entry.available >= costAt(cost, i)),
     )
     const allowed = admits.every(Boolean)
-    const leases: (StoredLease | undefined)[] = []
-    const receipts: (number | undefined)[] = []
-    for (const [i, entry] of entries.entries()) {
-      const charge = costAt(cost, i)
-      leases.push(undefined)
-      receipts.push(undefined)
-      if (!allowed || charge === 0) continue
-      if (entry instanceof SlotsEntry) {
-        // Random: ids must stay unique across every holder and restart of the store.
-        const lease = { id: crypto.randomUUID(), permits: charge, expiresAt: now + leaseTtlMs }
-        entry.leases.push(lease)
-        leases[i] = lease
-      } else {
-        entry.kernel.take(0, now, charge)
-        receipts[i] = entry.kernel.receipt(0)
+    const leases: (StoredLease | undefined)[] = entries.map(() => undefined)
+    const receipts: (number | undefined)[] = entries.map(() => undefined)
+    if (allowed) {
+      let id = leaseId
+      for (const [i, entry] of entries.entries()) {
+        const charge = costAt(cost, i)
+        if (charge !== 0 && entry instanceof RateEntry) {
+          entry.kernel.take(0, now, charge)
+          receipts[i] = entry.kernel.receipt(0)
+        }
       }
-    }
-    if (!allowed) {
+      const taken = receipts.some((receipt) => receipt !== undefined)
+        ? { receipts: receipts.map((receipt) => receipt ?? null) }
+        : {}
+      for (const [i, entry] of entries.entries()) {
+        const charge = costAt(cost, i)
+        if (charge !== 0 && entry instanceof SlotsEntry) {
+          // Random when the caller names none: ids must stay unique across every holder
+          // and restart of the store.
+          id ??= crypto.randomUUID()
+          const lease = { id, permits: charge, expiresAt: now + leaseTtlMs, ...taken }
+          entry.leases.push(lease)
+          leases[i] = lease
+        }
+      }
+    } else {
       for (const [i, entry] of entries.entries()) {
         const block = this.#policies[i]!.block
         if (!admits[i] && block !== undefined && blocked[i] === 0 && entry instanceof RateEntry) {
@@ -304,6 +330,28 @@ export class StoredState {
           receipts[i],
         ),
       ),
+    }
+  }
+
+  /**
+   * The answer to a retry of an admitted take, found by its lease id: admitted, with the
+   * slots it holds and the receipts it was given; undefined when `leaseId` holds no slot.
+   */
+  #retried(cost: Cost, leaseId: string): { allowed: boolean; results: StoredResult[] } | undefined {
+    const entries = this.#entries
+    const held = entries.map((entry) =>
+      entry instanceof SlotsEntry ? entry.leases.find((lease) => lease.id === leaseId) : undefined,
+    )
+    const first = held.find((lease) => lease !== undefined)
+    if (first === undefined) return undefined
+    const now = this.#now
+    return {
+      allowed: true,
+      results: entries.map((entry, i) => {
+        const blocked = entry instanceof RateEntry ? entry.blockedFor(now) : 0
+        const receipt = entry instanceof RateEntry ? (first.receipts?.[i] ?? undefined) : undefined
+        return result(entry, now, true, true, costAt(cost, i), blocked, held[i], receipt)
+      }),
     }
   }
 

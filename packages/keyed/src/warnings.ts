@@ -45,6 +45,27 @@ export function emitWarning(
 }
 
 /**
+ * Warns once when a duration option is a bare number under 1000. Bare numbers are
+ * milliseconds where rate-limiter-flexible's `duration` and `blockDuration` count seconds,
+ * so `block: { for: 60 }` is far more often a minute meant than 60 ms. A window gets
+ * `ERR_SLUICE_WINDOW_IN_MS`, any other duration `ERR_SLUICE_DURATION_IN_MS`; zero (no wait
+ * at all) and strings are left alone. Call it where the option is read.
+ *
+ * @param option How the option is named in the message, e.g. `block.for` or `policies[1].window`.
+ * @example
+ * ```ts
+ * warnIfBareMilliseconds('bulkhead', 'queueTimeout', 5) // SluiceWarning ERR_SLUICE_DURATION_IN_MS
+ * warnIfBareMilliseconds('bulkhead', 'queueTimeout', '5s') // nothing
+ * ```
+ */
+export function warnIfBareMilliseconds(factory: string, option: string, value: unknown): void {
+  if (typeof value !== 'number' || !(value > 0 && value < 1000)) return
+  const message = `"${option}" is ${value}, which is ${value} milliseconds, not seconds. Write '${value}s' if you meant seconds, or '${value}ms' to silence this.`
+  if (/(?:^|\.)window$/.test(option)) emitWarning(factory, 'ERR_SLUICE_WINDOW_IN_MS', message)
+  else emitWarning(factory, 'ERR_SLUICE_DURATION_IN_MS', message)
+}
+
+/**
  * Forgets which warnings were given, so a test can expect one again. Not for production
  * code: there each warning is meant to be given once per process.
  *

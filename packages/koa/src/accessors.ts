@@ -1,11 +1,10 @@
-import {
-  isPromiseLike,
-  type Outcome,
-  type RequestAccessors,
-  type ResponseAccessors,
-} from '@sluice/http/adapter'
-import { isClientGone, requestSignal, whenResponseOver } from '@sluice/http/node'
+import type { Decision } from '@sluice/http'
+import type { RequestAccessors } from '@sluice/http/adapter'
+import { headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
 import type { Context, Next } from 'koa'
+
+/** What `onLimited` is called with in Koa. */
+export type OnLimited = (ctx: Context, next: Next, decision: Decision) => unknown
 
 /** The shape of an `@koa/router` layer, read without depending on the router. */
 interface RouterLayer {
@@ -33,61 +32,49 @@ export const koaRequest: RequestAccessors<Context> = {
   method: (ctx) => ctx.method,
   path: (ctx) => ctx.path,
   route: matchedRoute,
-  header: (ctx, name) => {
-    const value = ctx.req.headers[name]
-    return Array.isArray(value) ? value.join(', ') : value
+  header: (ctx, name) => headerOf(ctx.req.headers, name),
+  proxy: {
+    texts: {
+      permissive:
+        "Koa's `app.proxy` is on with `app.maxIpsCount` 0, so ctx.ip is the leftmost proxy-header address, which any client can set: every request can pick its own rate-limit key. Set `app.maxIpsCount` to the number of proxies in front of the app.",
+      untrusted:
+        "A proxy header (app.proxyIpHeader) arrived while Koa's `app.proxy` is off: if the app runs behind a proxy, every client shares the proxy's address and one rate-limit key. Set `app.proxy = true` and `app.maxIpsCount` to the number of proxies; the header is ignored until then.",
+      noProxy: (watched) =>
+        `Koa's \`app.proxy\` is on, but none of the first ${watched} requests carried the proxy header (app.proxyIpHeader): if no proxy is in front of the app, any client can send that header and choose its own rate-limit key. Turn \`app.proxy\` off, or check that the proxy sets the header.`,
+    },
+    view: ({ app, req }) => ({
+      trusted: app.proxy,
+      permissive: app.proxy && !(app.maxIpsCount > 0),
+      forwarded: req.headers[app.proxyIpHeader.toLowerCase()] !== undefined,
+    }),
   },
 }
 
 /**
- * How `@sluice/http` writes to and watches a Koa response. Headers go to the Node response
- * as `ctx.set()` would put them (it calls `res.setHeader` for a string), without Koa's
- * delegation and argument juggling on the way.
+ * How `@sluice/http/node` writes to, answers and watches a Koa response. Headers go to the
+ * Node response as `ctx.set()` would put them (it calls `res.setHeader` for a string),
+ * without Koa's delegation and argument juggling on the way; a refusal is Koa's
+ * `ctx.body`, sent once the middleware returns.
  */
-export const koaResponse: ResponseAccessors<Context, Context> = {
+export const koaResponse: NodeAccessors<Context, Context, Next> = {
   getHeader: (ctx, name) => ctx.res.getHeader(name),
   setHeader: (ctx, name, value) => {
     if (!ctx.res.headersSent) ctx.res.setHeader(name, value)
   },
   signal: (ctx) => requestSignal(ctx.req, ctx.res),
   status: (ctx) => ctx.status,
-}
-
-/** True once the client can no longer receive this response. */
-export const isGone = (ctx: Context): boolean => isClientGone(ctx.req, ctx.res)
-
-/**
- * Carries out an outcome in Koa: the rest of the chain for a pass (the response watched
- * when the outcome holds something: Koa sends a streamed body after the chain returns),
- * `onLimited` or the prepared refusal. A failure downstream ends what the outcome holds
- * at once, before an error middleware answers.
- */
-export async function answer<D>(
-  ctx: Context,
-  next: Next,
-  outcome: Outcome,
-  onLimited: ((ctx: Context, next: Next, decision: D) => unknown) | undefined,
-): Promise<void> {
-  if (outcome.action === 'refuse') {
-    if (onLimited !== undefined) {
-      await onLimited(ctx, next, outcome.decision as D)
-      return
-    }
-    const refusal = outcome.refusal()
-    const { contentType, body } = isPromiseLike(refusal) ? await refusal : refusal
-    ctx.status = outcome.status
+  incoming: (ctx) => ctx.req,
+  outgoing: (ctx) => ctx.res,
+  send: (ctx, _ctx, status, { contentType, body }) => {
+    ctx.status = status
     ctx.type = contentType
     ctx.body = body
-    return
-  }
-  if (!outcome.holds) return next()
-  whenResponseOver(ctx.req, ctx.res, outcome)
-  // A client that left while the request waited: its slot is already free, nobody to answer.
-  if (isGone(ctx)) return
-  try {
-    await next()
-  } catch (error) {
-    outcome.done(false)
+  },
+  expose: (ctx, name, value) => {
+    ctx.state[name] = value as never
+  },
+  limited: (onLimited, ctx, _ctx, next, decision) => (onLimited as OnLimited)(ctx, next, decision),
+  fail: (error) => {
     throw error
-  }
+  },
 }

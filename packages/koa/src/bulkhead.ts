@@ -1,14 +1,8 @@
-import { readFunction } from '@sluice/core/validation'
-import type { Decision } from '@sluice/http'
-import {
-  BulkheadEngine,
-  type BulkheadHandles,
-  type BulkheadOptions as HttpBulkheadOptions,
-  outcomeUnlessGone,
-  withBulkheadHandles,
-} from '@sluice/http/adapter'
+import type { BulkheadOptions as HttpBulkheadOptions } from '@sluice/http'
+import { BulkheadEngine, type BulkheadHandles, withBulkheadHandles } from '@sluice/http/adapter'
+import { respond } from '@sluice/http/node'
 import type { Context, Middleware, Next } from 'koa'
-import { answer, isGone, koaRequest, koaResponse } from './accessors'
+import { koaRequest, koaResponse, type OnLimited } from './accessors'
 
 /**
  * Options of {@link bulkhead}: the options every sluice adapter shares, with Koa's `ctx`
@@ -16,39 +10,37 @@ import { answer, isGone, koaRequest, koaResponse } from './accessors'
  */
 export interface BulkheadOptions extends HttpBulkheadOptions<Context, Context> {
   /** Answers a refused request instead of the default `statusCode` + `message`. */
-  onLimited?: (ctx: Context, next: Next, decision: Decision) => unknown
+  onLimited?: OnLimited
 }
 
 /** The middleware `bulkhead()` returns. */
 export interface BulkheadMiddleware extends Middleware, BulkheadHandles {}
 
-/** Builds the engine and the middleware behind `bulkhead()` and `@Bulkhead()`. */
+/** Builds `bulkhead()`, or `@Bulkhead()` when `factory` names it so. */
 export function createBulkhead(
-  options: BulkheadOptions,
+  options: BulkheadOptions | undefined,
   factory: string,
-): {
-  engine: BulkheadEngine<Context, Context>
-  middleware: (ctx: Context, next: Next) => Promise<void>
-} {
-  const engine = new BulkheadEngine<Context, Context>(options, koaRequest, koaResponse, factory, [
-    'onLimited',
-  ])
-  const onLimited = readFunction(factory, 'onLimited', options.onLimited)
-  async function bulkhead(ctx: Context, next: Next): Promise<void> {
-    const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
-    if (outcome === undefined) return
-    return answer(ctx, next, outcome, onLimited)
+): BulkheadMiddleware {
+  const engine = new BulkheadEngine({
+    options,
+    request: koaRequest,
+    response: koaResponse,
+    factory,
+  })
+  function bulkhead(ctx: Context, next: Next) {
+    return respond(engine.admit(ctx, ctx), ctx, ctx, next, koaResponse)
   }
-  return { engine, middleware: bulkhead }
+  return withBulkheadHandles(bulkhead, engine)
 }
 
 /**
  * Limits how many requests are handled at once (per key; default one bulkhead for all).
- * A slot is taken before the downstream middleware and released exactly once: when the
- * response has finished (a streamed `ctx.body` holds it until the stream ends), when the
- * client goes away (a request pipelined behind another included), or when downstream
- * throws. Full bulkheads queue up to `maxQueue` requests, FIFO, else answer 503 +
- * `Retry-After`.
+ * A slot is taken before the downstream middleware and held until its work is over (the
+ * promise `next()` returned settled) and its response too (a streamed `ctx.body` holds it
+ * until the stream ends), whether or not its client is still there; downstream that
+ * throws frees it at once, and `holdTimeout` (default 1 minute) bounds it. The handler
+ * gets `ctx.state.bulkhead.signal` to stop early. Full bulkheads queue up to `maxQueue`
+ * requests, FIFO, else answer 503 + `Retry-After`.
  *
  * @example
  * ```ts
@@ -59,7 +51,6 @@ export function createBulkhead(
  * router.get('/report', bulkhead({ max: 4, maxQueue: 20, queueTimeout: '5s' }), buildReport)
  * ```
  */
-export function bulkhead(options: BulkheadOptions = {}): BulkheadMiddleware {
-  const { engine, middleware } = createBulkhead(options, 'bulkhead')
-  return withBulkheadHandles(middleware, engine)
+export function bulkhead(options?: BulkheadOptions): BulkheadMiddleware {
+  return createBulkhead(options, 'bulkhead')
 }

@@ -32,7 +32,7 @@ export type HandlerMethod<This> = (
  * router.post('/users', (ctx, next) => users.create(ctx, next))
  * ```
  */
-export function RateLimit(options: RateLimitOptions = {}) {
+export function RateLimit(options?: RateLimitOptions) {
   const middleware = rateLimit(options)
   return methodDecorator<HandlerMethod<unknown>>(
     'RateLimit',
@@ -56,8 +56,8 @@ export function RateLimit(options: RateLimitOptions = {}) {
  * }
  * ```
  */
-export function Bulkhead(options: BulkheadOptions = {}) {
-  const { middleware } = createBulkhead(options, 'Bulkhead')
+export function Bulkhead(options?: BulkheadOptions) {
+  const middleware = createBulkhead(options, 'Bulkhead')
   return methodDecorator<HandlerMethod<unknown>>(
     'Bulkhead',
     (method, self) => (ctx, next) => middleware(ctx, async () => method.call(self, ctx, next)),

@@ -8,10 +8,15 @@
  */
 import './state'
 
+export type {
+  ProxyValidateOption as ValidateOption,
+  ProxyWarningCode as ValidationCode,
+} from '@sluice/http'
 export {
   addressKey,
   type BlockOptions,
   type BulkheadEvent,
+  type BulkheadInfo,
   CHANNELS,
   type Decision,
   FALLBACK_KEY,
@@ -38,4 +43,3 @@ export { type BulkheadMiddleware, type BulkheadOptions, bulkhead } from './bulkh
 export { Bulkhead, type HandlerMethod, RateLimit } from './decorators'
 export { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from './rate-limit'
 export type { RateLimitState } from './state'
-export type { ValidateOption, ValidationCode } from './validations'

@@ -1,7 +1,7 @@
 import Router from '@koa/router'
 import { ManualClock } from '@sluice/core'
 import { type Decision, keys, memoryStore, type RateLimitInfo, type Store } from '@sluice/http'
-import { forgetWarnings } from '@sluice/http/adapter'
+import { forgetWarnings } from '@sluice/http/testing'
 import Koa, { type Context } from 'koa'
 import request from 'supertest'
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'vitest'
@@ -205,7 +205,7 @@ describe('rateLimit (koa)', () => {
     expect((await request(server).get('/key')).status).toBe(500)
     expect((await request(server).get('/cost')).status).toBe(500)
     expect(errors).toEqual([
-      'no key today',
+      'rateLimit: the "key" function failed: no key today',
       'rateLimit: "cost" must return a positive integer, got 0',
     ])
   })

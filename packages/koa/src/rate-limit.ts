@@ -1,16 +1,9 @@
-import { readFunction } from '@sluice/core/validation'
-import type { Decision } from '@sluice/http'
-import {
-  type RateLimitOptions as HttpRateLimitOptions,
-  outcomeUnlessGone,
-  RateLimitEngine,
-  type RateLimitHandles,
-  withRateLimitHandles,
-} from '@sluice/http/adapter'
+import type { RateLimitOptions as HttpRateLimitOptions, ProxyValidateOption } from '@sluice/http'
+import { RateLimitEngine, type RateLimitHandles, withRateLimitHandles } from '@sluice/http/adapter'
+import { respond } from '@sluice/http/node'
 import type { Context, Middleware, Next } from 'koa'
-import { answer, isGone, koaRequest, koaResponse } from './accessors'
+import { koaRequest, koaResponse, type OnLimited } from './accessors'
 import type { RateLimitState } from './state'
-import { type ValidateOption, Validations } from './validations'
 
 /**
  * Options of {@link rateLimit}: the options every sluice adapter shares, with Koa's `ctx`
@@ -23,9 +16,9 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
    * `Retry-After` are already set; `ctx.state.rateLimit` holds the decision. Calling
    * `next()` lets the request through after all.
    */
-  onLimited?: (ctx: Context, next: Next, decision: Decision) => unknown
-  /** One-time configuration warnings (see `ValidateOption`). Default: all on. */
-  validate?: ValidateOption
+  onLimited?: OnLimited
+  /** One-time configuration warnings (see `ProxyValidateOption`). Default: all on. */
+  validate?: ProxyValidateOption
 }
 
 /** The middleware `rateLimit()` returns: a Koa middleware with a few handles on its state. */
@@ -50,24 +43,10 @@ export interface RateLimitMiddleware extends Middleware<RateLimitState>, RateLim
  * app.use(router.routes())
  * ```
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  const engine = new RateLimitEngine<Context, Context>(
-    options,
-    koaRequest,
-    koaResponse,
-    'rateLimit',
-    ['onLimited', 'validate'],
-  )
-  const onLimited = readFunction('rateLimit', 'onLimited', options.onLimited)
-  const validations = new Validations('rateLimit', options.validate)
-
-  async function rateLimit(ctx: Context, next: Next): Promise<void> {
-    validations.check(ctx)
-    const outcome = await outcomeUnlessGone(engine.admit(ctx, ctx), () => isGone(ctx))
-    if (outcome === undefined) return
-    if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision
-    return answer(ctx, next, outcome, onLimited)
+export function rateLimit(options?: RateLimitOptions): RateLimitMiddleware {
+  const engine = new RateLimitEngine({ options, request: koaRequest, response: koaResponse })
+  function rateLimit(ctx: Context, next: Next) {
+    return respond(engine.admit(ctx, ctx), ctx, ctx, next, koaResponse)
   }
-
   return withRateLimitHandles(rateLimit, engine)
 }

@@ -15,8 +15,9 @@ import { bulkhead } from './bulkhead'
 import { rateLimit } from './rate-limit'
 
 function middleware(spec: MiddlewareSpec): Middleware {
+  if ('uncalled' in spec) return (spec.uncalled === 'rateLimit' ? rateLimit : bulkhead) as never
   return 'rateLimit' in spec
-    ? rateLimit({ ...spec.rateLimit, validate: false })
+    ? rateLimit({ validate: false, ...spec.rateLimit })
     : bulkhead(spec.bulkhead)
 }
 
@@ -34,7 +35,7 @@ function handler(spec: HandlerSpec): Middleware {
       }
     case 'hold':
       return async (ctx) => {
-        await spec.gate.enter()
+        await spec.gate.enter(ctx.state.bulkhead?.signal)
         ctx.body = decision(ctx)
       }
     case 'throw':
@@ -48,7 +49,12 @@ function handler(spec: HandlerSpec): Middleware {
         ctx.type = 'text/plain'
         ctx.body = body
         body.write('first\n')
-        void spec.gate.enter().then(() => body.end('last\n'))
+        void spec.gate.enter(ctx.state.bulkhead?.signal).then(() => body.end('last\n'))
+      }
+    case 'destroy':
+      return (ctx) => {
+        ctx.res.destroy()
+        throw new Error('destroyed')
       }
   }
 }
@@ -62,6 +68,8 @@ export const koaHarness: AdapterHarness = {
     app.maxIpsCount = 1
     // The 'throw' scenario fails on purpose; Koa would print every such error.
     app.silent = true
+    const { onError } = spec
+    if (onError !== undefined) app.on('error', (error: unknown) => onError(error))
     const built = middlewareMemo(middleware)
     const router = new Router()
     for (const use of spec.use ?? []) app.use(built.get(use))

@@ -16,8 +16,8 @@ import {
   RateLimitEngine,
   type RequestAccessors,
   type ResponseAccessors,
-  storeChannel,
 } from '@sluice/http/adapter'
+import { storeChannel } from '@sluice/keyed/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type Instrumentation, instrument, VERSION } from './instrument'
 
@@ -110,11 +110,11 @@ describe('instrument(): rate-limit decisions', () => {
   it('counts acquired and refused requests by policy, never by key', async () => {
     start()
     const clock = new ManualClock()
-    const engine = new RateLimitEngine(
-      { name: 'api', limit: 2, window: '1m', clock, store: memoryStore({ clock }) },
+    const engine = new RateLimitEngine({
+      options: { name: 'api', limit: 2, window: '1m', clock, store: memoryStore({ clock }) },
       request,
       response,
-    )
+    })
     const outcomes: Outcome[] = []
     for (const ip of ['10.0.0.1', '10.0.0.1', '10.0.0.1', '10.0.0.2']) {
       outcomes.push(await engine.admit(from(ip), undefined))
@@ -132,11 +132,11 @@ describe('instrument(): rate-limit decisions', () => {
   it('counts a dry run refusal as would_refuse, and a dry run pass as acquired', async () => {
     start()
     const clock = new ManualClock()
-    const engine = new RateLimitEngine(
-      { name: 'preview', limit: 1, window: '1m', dryRun: true, clock },
+    const engine = new RateLimitEngine({
+      options: { name: 'preview', limit: 1, window: '1m', dryRun: true, clock },
       request,
       response,
-    )
+    })
     const first = await engine.admit(from('10.0.0.1'), undefined)
     const second = await engine.admit(from('10.0.0.1'), undefined)
     expect([first.action, second.action]).toEqual(['pass', 'pass'])
@@ -151,8 +151,8 @@ describe('instrument(): rate-limit decisions', () => {
   it('names the refusing policy when several are checked together', async () => {
     start()
     const clock = new ManualClock()
-    const engine = new RateLimitEngine(
-      {
+    const engine = new RateLimitEngine({
+      options: {
         policies: [
           { name: 'burst', limit: 2, window: '1s' },
           { name: 'hourly', limit: 100, window: '1h' },
@@ -161,7 +161,7 @@ describe('instrument(): rate-limit decisions', () => {
       },
       request,
       response,
-    )
+    })
     for (let i = 0; i < 3; i++) await engine.admit(from('10.0.0.1'), undefined)
 
     // A pass shows the policy with the fewest permits left: 'burst' here too.
@@ -173,7 +173,11 @@ describe('instrument(): rate-limit decisions', () => {
 
   it('records nothing for skipped requests', async () => {
     start()
-    const engine = new RateLimitEngine({ limit: 1, skip: () => true }, request, response)
+    const engine = new RateLimitEngine({
+      options: { limit: 1, skip: () => true },
+      request,
+      response,
+    })
     expect((await engine.admit(from('10.0.0.1'), undefined)).action).toBe('skip')
     expect(await points('sluice.rate_limiting.requests')).toEqual([])
   })
@@ -183,11 +187,11 @@ describe('instrument(): bulkheads', () => {
   const setup = () => {
     start()
     const clock = new ManualClock()
-    const engine = new BulkheadEngine(
-      { name: 'reports', max: 1, maxQueue: 1, queueTimeout: '2s', clock },
+    const engine = new BulkheadEngine({
+      options: { name: 'reports', max: 1, maxQueue: 1, queueTimeout: '2s', clock },
       request,
       response,
-    )
+    })
     return { clock, engine }
   }
 
@@ -205,6 +209,7 @@ describe('instrument(): bulkheads', () => {
     expect(await points('sluice.rate_limiting.queued_requests')).toEqual([[policy('reports'), 1]])
 
     await clock.advanceAsync(500)
+    first.workDone(false)
     first.done(false)
     const entered = await second
     expect(entered.action).toBe('pass')
@@ -225,6 +230,7 @@ describe('instrument(): bulkheads', () => {
     await clock.advanceAsync(2_000)
     expect((await late).action).toBe('refuse')
     await clock.advanceAsync(250)
+    entered.workDone(false)
     entered.done(false)
 
     expect(await points('sluice.rate_limiting.requests')).toEqual([
@@ -249,8 +255,11 @@ describe('instrument(): bulkheads', () => {
     const first = await engine.admit(from('10.0.0.1'), undefined)
     const second = engine.admit(from('10.0.0.2'), undefined)
     await clock.advanceAsync(30)
+    first.workDone(false)
     first.done(false)
-    ;(await second).done(false)
+    const secondIn = await second
+    secondIn.workDone(false)
+    secondIn.done(false)
 
     const time = (await collect()).get('sluice.rate_limiting.request.time_in_queue')!
     expect(time.descriptor).toMatchObject({ unit: 's', type: 'HISTOGRAM' })
@@ -280,6 +289,7 @@ describe('instrument(): bulkheads', () => {
     expect(await histogram('sluice.rate_limiting.request.time_in_queue')).toEqual([
       [decided('reports', 'canceled'), 1, 0.3],
     ])
+    first.workDone(false)
     first.done(false)
   })
 
@@ -292,12 +302,17 @@ describe('instrument(): bulkheads', () => {
       probeSamples: 1,
       clock,
     })
-    const engine = new BulkheadEngine({ name: 'adaptive', max: limiter, clock }, request, response)
+    const engine = new BulkheadEngine({
+      options: { name: 'adaptive', max: limiter, clock },
+      request,
+      response,
+    })
     expect(await points('sluice.rate_limiting.limit')).toEqual([])
 
     // The probe ends with its one sample and the limit goes from 3 to `initial`.
     const outcome = await engine.admit(from('10.0.0.1'), undefined)
     await clock.advanceAsync(10)
+    outcome.workDone(false)
     outcome.done(false)
 
     expect(limiter.limit).toBe(10)
@@ -341,7 +356,7 @@ describe('instrument(): subscription', () => {
     metricsHandle.stop()
     expect(listened()).toEqual([])
 
-    const engine = new RateLimitEngine({ limit: 1 }, request, response)
+    const engine = new RateLimitEngine({ options: { limit: 1 }, request, response })
     await engine.admit(from('10.0.0.1'), undefined)
     expect(await points('sluice.rate_limiting.requests')).toEqual([])
   })
@@ -358,7 +373,11 @@ describe('instrument(): subscription', () => {
     metrics.setGlobalMeterProvider(provider)
     try {
       start()
-      const engine = new RateLimitEngine({ name: 'global', limit: 1 }, request, response)
+      const engine = new RateLimitEngine({
+        options: { name: 'global', limit: 1 },
+        request,
+        response,
+      })
       await engine.admit(from('10.0.0.1'), undefined)
       expect(await points('sluice.rate_limiting.requests')).toEqual([
         [decided('global', 'acquired'), 1],
@@ -370,7 +389,10 @@ describe('instrument(): subscription', () => {
 
   it('names its meter @sluice/otel, at the version of its package.json', async () => {
     start()
-    await new RateLimitEngine({ limit: 1 }, request, response).admit(from('10.0.0.1'), undefined)
+    await new RateLimitEngine({ options: { limit: 1 }, request, response }).admit(
+      from('10.0.0.1'),
+      undefined,
+    )
     const { resourceMetrics } = await reader.collect()
     const scope = resourceMetrics.scopeMetrics.map((s) => s.scope)
     const { version } = JSON.parse(

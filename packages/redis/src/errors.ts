@@ -38,6 +38,51 @@ export function toStoreError(error: unknown): RedisStoreError {
   })
 }
 
+/** The part of an ioredis `Redis` client that says where it connects and how that went. */
+interface IoRedisConnection {
+  readonly status: string
+  readonly options: { readonly host?: string; readonly port: number; readonly path?: string | null }
+  /** The socket; Node's `errored` keeps the error it failed with (ECONNREFUSED, ENOTFOUND). */
+  readonly stream?: { readonly errored?: Error | null }
+}
+
+/** A standalone ioredis client: one that knows its address (a Cluster knows many). */
+export function isStandaloneIoRedis(client: unknown): client is IoRedisConnection {
+  const candidate = client as Partial<IoRedisConnection> | null
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.status === 'string' &&
+    typeof candidate.options?.port === 'number'
+  )
+}
+
+/**
+ * The error of a call refused because an ioredis client is not connected, said as the
+ * store's user needs it: where Redis was looked for and why it is not there, instead of
+ * ioredis's "Stream isn't writeable and enableOfflineQueue options is false". `undefined`
+ * for a connected client (the failure is Redis's own) and for other clients.
+ *
+ * @example
+ * ```ts
+ * disconnectedError(error, client)?.message
+ * // 'redisStore: cannot reach Redis at 127.0.0.1:6379: connect ECONNREFUSED 127.0.0.1:6379'
+ * ```
+ */
+export function disconnectedError(error: unknown, client: unknown): RedisStoreError | undefined {
+  if (!isStandaloneIoRedis(client) || client.status === 'ready') return undefined
+  const { host = 'localhost', port, path } = client.options
+  const address = typeof path === 'string' && path !== '' ? path : `${host}:${port}`
+  const cause = client.stream?.errored?.message
+  const why =
+    cause !== undefined
+      ? `cannot reach Redis at ${address}: ${cause}`
+      : client.status === 'end'
+        ? `the client for Redis at ${address} was closed (quit or disconnect)`
+        : `the client for Redis at ${address} is not connected (status '${client.status}')`
+  return new RedisStoreError('ERR_SLUICE_REDIS', `redisStore: ${why}`, { cause: error })
+}
+
 export function messageOf(error: unknown): string {
   if (error instanceof RedisStoreError && error.cause !== undefined) return messageOf(error.cause)
   return error instanceof Error ? error.message : String(error)

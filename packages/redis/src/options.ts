@@ -10,8 +10,9 @@ import {
   typeError,
 } from '@sluice/core/validation'
 import type { Store } from '@sluice/keyed'
+import { warnIfBareMilliseconds } from '@sluice/keyed/store'
 import { type RedisClient, type SendCommand, toSendCommand } from './client'
-import type { RedisStoreError } from './errors'
+import { disconnectedError, isStandaloneIoRedis, type RedisStoreError } from './errors'
 
 export const FACTORY = 'redisStore'
 
@@ -100,6 +101,22 @@ const OPTIONS = [
   'clock',
 ]
 
+/**
+ * Names that mean "connect for me" (an address, or another library's client option): the
+ * store never opens a connection of its own, so each says to pass a client.
+ */
+const CONNECT_YOURSELF =
+  'the store takes a client, not an address: redisStore({ client: new Redis(url) }) with ioredis, or a connected node-redis client'
+const HINTS: Readonly<Record<string, string>> = {
+  url: CONNECT_YOURSELF,
+  host: CONNECT_YOURSELF,
+  port: CONNECT_YOURSELF,
+  db: CONNECT_YOURSELF,
+  redis: 'use "client"',
+  storeClient: 'use "client"',
+  sendCommand: 'use "client": it takes a sendCommand(args, key) function too',
+}
+
 /** setTimeout fires at once for anything longer (with a TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1
 const MAX_PREFIX_LENGTH = 256
@@ -124,8 +141,8 @@ export interface StoreSettings {
  * the default in force): unknown names, types and ranges, all at construction.
  */
 export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
-  readOptions(FACTORY, options, OPTIONS)
-  const send = toSendCommand(options.client)
+  readOptions(FACTORY, options, OPTIONS, HINTS)
+  const send = explainDisconnected(toSendCommand(options.client), options.client)
   const timeoutMs = readTimer('timeout', options.timeout, '500ms')
   const leaseTtlMs = readTimer('leaseTtl', options.leaseTtl, '1m')
   if (leaseTtlMs <= timeoutMs) {
@@ -165,7 +182,20 @@ export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
   }
 }
 
+/**
+ * Rewrites the failure of a call that an unconnected ioredis client refused, so that what
+ * the store reports (`onFailure`, `ERR_SLUICE_REDIS_DOWN`) names the address and the cause.
+ */
+function explainDisconnected(send: SendCommand, client: RedisClient): SendCommand {
+  if (!isStandaloneIoRedis(client)) return send
+  return (args, key) =>
+    send(args, key).catch((error: unknown) => {
+      throw disconnectedError(error, client) ?? error
+    })
+}
+
 function readTimer(option: string, value: unknown, fallback: Duration): number {
+  warnIfBareMilliseconds(FACTORY, option, value)
   const ms = readPositiveDuration(FACTORY, option, value, fallback)
   if (ms > MAX_TIMER_MS) {
     throw rangeError(FACTORY, option, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days)`, value)

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import { afterEach, expect, it, vi } from 'vitest'
 import { type OnError, RedisStoreError, redisStore } from '../src/index'
 import { FIXED_WINDOW } from '../src/scripts'
-import { connect, DAY, describeRedis, policy, sleep, uniquePrefix } from './helpers'
+import { connect, DAY, describeRedis, policy, sleep, uniquePrefix, until } from './helpers'
 import { type RedisServer, startRedisServer } from './redis-server'
 
 // Each test runs its own redis-server, so stopping it disturbs no other test file.
@@ -97,15 +97,6 @@ function startLoad(store: ReturnType<typeof harness>['store']) {
       return { whileDown, total: calls.length }
     },
   }
-}
-
-/**
- * Waits (polling, up to 20 s) until `done` holds: state that a background probe changes.
- * It bounds the wait on a loaded machine; it times nothing.
- */
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 800 && !done(); i++) await sleep(25)
-  expect(done(), what).toBe(true)
 }
 
 /** Waits, without sending a request, until the store's background probe found Redis again. */
@@ -289,8 +280,8 @@ describeRedis('reporting', () => {
       const store = redisStore({
         client: quietClient(server.port),
         prefix: uniquePrefix(),
-        timeout: TIMEOUT,
-        probeInterval: 50,
+        timeout: `${TIMEOUT}ms`,
+        probeInterval: '50ms',
         onError: 'deny',
       })
       expect((await answered(store.take('k', [limit], 1))).allowed).toBe(true)

@@ -34,11 +34,11 @@ const response: ResponseAccessors<unknown, FakeResponse> = {
 const redis = connect()
 
 function engine(options: RateLimitOptions, store: Store, clock: ManualClock) {
-  return new RateLimitEngine<unknown, FakeResponse>(
-    { ...options, key: () => 'client', clock, store },
+  return new RateLimitEngine<unknown, FakeResponse>({
+    options: { ...options, key: () => 'client', clock, store },
     request,
     response,
-  )
+  })
 }
 
 /** The headers of one request, and its status. */

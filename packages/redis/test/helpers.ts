@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { LimiterSpec } from '@sluice/core'
 import type { BlockOptions, Policy, PolicyOptions } from '@sluice/http'
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { Redis, type RedisOptions } from 'ioredis'
-import { afterAll, describe, inject } from 'vitest'
+import { afterAll, describe, expect, inject } from 'vitest'
 
 /** The port of the run's redis-server (see global-setup.ts); `null` when there is none. */
 export const redisPort = inject('redisPort')
@@ -63,3 +63,12 @@ export const HOUR = 60 * MINUTE
 export const DAY = 24 * HOUR
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Waits (polling, up to 20 s) until `done` holds: state that a background probe changes.
+ * It bounds the wait on a loaded machine; it times nothing.
+ */
+export async function until(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 800 && !done(); i++) await sleep(25)
+  expect(done(), what).toBe(true)
+}

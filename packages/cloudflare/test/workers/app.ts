@@ -2,7 +2,7 @@
  * A Worker that decides with `durableObjectStore` on the objects of another Worker: two
  * copies of it are two isolates sharing one budget (shared-budget.test.ts).
  */
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { type DurableObjectNamespaceLike, durableObjectStore } from '../../src/index'
 
 interface Env {

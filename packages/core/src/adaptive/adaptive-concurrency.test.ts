@@ -433,6 +433,78 @@ describe('adaptiveConcurrency', () => {
     })
   })
 
+  describe('aborted requests', () => {
+    it('are no latency samples: clients hanging up during the probe do not make it look fast', () => {
+      const { clock, changes, limiter } = setup({ algorithm: 'vegas' })
+      // Each round of 3: one client hangs up after 1 ms, two requests take 10 ms.
+      const round = () => {
+        const [gone, a, b] = [limiter.tryEnter(), limiter.tryEnter(), limiter.tryEnter()]
+        clock.advance(1)
+        gone?.release({ aborted: true })
+        clock.advance(9)
+        a?.release()
+        b?.release()
+      }
+      while (limiter.probing) round()
+      // 50 samples at 2 a round: 25 rounds. Counting the hang-ups would give (1 + 10 + 10) / 3.
+      expect([clock.now(), limiter.noLoadRtt, limiter.limit]).toEqual([250, 10, 20])
+      // In a window too: 20 in flight, a quarter hang up at once, the rest take 10 ms.
+      for (let i = 0; i < 20; i++) {
+        const permits = Array.from({ length: 20 }, () => limiter.tryEnter()!)
+        for (const p of permits.slice(0, 5)) p.release({ aborted: true })
+        clock.advance(10)
+        for (const p of permits.slice(5)) p.release()
+      }
+      const updates = changes.filter((c) => c.reason === 'update')
+      expect(updates.length).toBeGreaterThan(0)
+      expect(updates.every((c) => c.rtt === 10)).toBe(true)
+    })
+
+    it('are no drops either: hang-ups leave AIMD growing where drops shrink it', () => {
+      const run = (outcome: { aborted: true } | { dropped: true }) => {
+        const { clock, limiter } = setup({ algorithm: 'aimd', probeSamples: 3 })
+        finishProbe(limiter, clock, 10)
+        for (let i = 0; i < 30; i++) {
+          const permits = Array.from({ length: limiter.limit }, () => limiter.tryEnter()!)
+          clock.advance(10)
+          permits[0]!.release(outcome)
+          for (const p of permits.slice(1)) p.release()
+        }
+        return limiter.limit
+      }
+      // 30 rounds of 10 ms are 3 windows of updateInterval (100 ms): from 20, AIMD adds 1 a
+      // window (23), or backs off on a drop: 18, 16, 14.
+      expect([run({ aborted: true }), run({ dropped: true })]).toEqual([23, 14])
+    })
+  })
+
+  describe('priorities', () => {
+    it("a partition's share follows the live limit", async () => {
+      const { clock, limiter } = setup({ partitions: { sheddable: 0.5 }, probeSamples: 3 })
+      const critical = [0, 1, 2].map(() => limiter.tryEnter({ priority: 'critical' })!)
+      // Probing at 3: sheddable is owed floor(1.5) = 1 permit.
+      const owed = track(limiter.enter({ priority: 'sheddable' }))
+      await expect(limiter.enter({ priority: 'sheddable' })).rejects.toMatchObject({
+        code: 'ERR_SLUICE_QUEUE_FULL',
+        partition: 'sheddable',
+        message:
+          'adaptive-concurrency: 3 in flight and the wait queue is full (maxQueue 0) (partition "sheddable")',
+      })
+      clock.advance(10)
+      for (const permit of critical) permit.release()
+      await flush()
+      expect([owed.status, limiter.probing, limiter.limit]).toEqual(['resolved', false, 20])
+      // At 20, sheddable is owed 10: it holds 1, 9 more may wait, a tenth may not.
+      while (limiter.tryEnter({ priority: 'critical' }) !== undefined);
+      const waiting = Array.from({ length: 10 }, () =>
+        track(limiter.enter({ priority: 'sheddable' })),
+      )
+      await flush()
+      expect(waiting.map((w) => w.status).filter((s) => s === 'pending')).toHaveLength(9)
+      expect(waiting[9]?.status).toBe('rejected')
+    })
+  })
+
   it('works wherever a concurrency limiter does: bulkheaded sees the live limit', async () => {
     const { clock, limiter } = setup({ probeSamples: 3 })
     const call = bulkheaded(limiter)(async (ms: number) => clock.sleep(ms))
@@ -524,7 +596,7 @@ describe('adaptiveConcurrency options', () => {
     [
       { probeInterval: '1 min' },
       RangeError,
-      `adaptiveConcurrency: "probeInterval" ${DURATION_RULE}, got "1 min"`,
+      `adaptiveConcurrency: "probeInterval" ${DURATION_RULE}, got "1 min" (did you mean '1m'?)`,
     ],
     [
       { probeJitter: 2 },

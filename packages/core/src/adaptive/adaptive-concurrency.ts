@@ -1,11 +1,26 @@
 import { neverError, RateLimitError } from '../errors'
-import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
+import {
+  invalidPermits,
+  isPermitCount,
+  readEnterOptions,
+  readEnterWaitOptions,
+  readMaxQueue,
+} from '../options'
+import {
+  DEFAULT_PRIORITY,
+  PRIORITY_OPTIONS,
+  type QueueSettings,
+  readQueueSettings,
+} from '../priority/priority'
+import { SlotQueue } from '../priority/slot-queue'
 import type {
   Clock,
   CommonOptions,
   ConcurrencyLimiter,
   Duration,
+  EnterOptions,
   Permit,
+  PriorityOptions,
   WaitOptions,
 } from '../types'
 import {
@@ -19,7 +34,6 @@ import {
   readPositiveDuration,
   readPositiveInteger,
 } from '../validation'
-import { type Waitable, WaitQueue } from '../wait-queue'
 import { AIMD_OPTIONS, type AimdOptions, aimd } from './aimd'
 import { GRADIENT2_OPTIONS, type Gradient2Options, gradient2 } from './gradient2'
 import { readNumber } from './read-number'
@@ -55,14 +69,17 @@ export interface LimitChange {
 }
 
 /** Options every algorithm of {@link adaptiveConcurrency} takes. */
-export interface AdaptiveConcurrencyCommonOptions extends CommonOptions {
+export interface AdaptiveConcurrencyCommonOptions extends CommonOptions, PriorityOptions {
   /** The limit after the first no-load probe, clamped to [min, max]. Default 20. */
   initial?: number
   /** The limit never goes below this. Default 1. */
   min?: number
   /** The limit never goes above this. Default 1000 (Envoy's default too). */
   max?: number
-  /** Callers that may wait in `enter`. Default 0. */
+  /**
+   * Callers that may wait in `enter`. Default 0. Callers owed a permit by their partition,
+   * or outranking requests in flight, may wait besides.
+   */
   maxQueue?: number
   /**
    * Shortest sampling window: the limit moves at most once per window, and a window also
@@ -102,13 +119,20 @@ export type AdaptiveConcurrencyOptions = AdaptiveConcurrencyCommonOptions &
 export interface PermitOutcome {
   /** The request timed out, was shed downstream, or failed from overload (a 503, say). */
   dropped?: boolean
+  /**
+   * The caller gave up (a client that hung up): the time it held the permit says nothing
+   * about the downstream, so it is no latency sample at all, and no drop either (as
+   * Netflix's `onIgnore`).
+   */
+  aborted?: boolean
 }
 
 /** A held slot of an adaptive limiter; its release records the request's latency. */
 export interface AdaptivePermit extends Permit {
   /**
    * Frees the permits and records one latency sample: the clock time since the permit
-   * was granted, and `outcome.dropped`. A second explicit call throws.
+   * was granted, and `outcome.dropped`; an `aborted` one records nothing. A second
+   * explicit call throws.
    */
   release(outcome?: PermitOutcome): void
 }
@@ -135,8 +159,8 @@ export interface AdaptiveConcurrencyLimiter extends ConcurrencyLimiter {
    * stops it. A function subscribed twice is called once.
    */
   subscribe(listener: (change: LimitChange) => void): () => void
-  tryEnter(permits?: number): AdaptivePermit | undefined
-  enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit>
+  tryEnter(options?: number | EnterOptions): AdaptivePermit | undefined
+  enter(options?: WaitOptions & EnterOptions): Promise<AdaptivePermit>
 }
 
 interface Settings {
@@ -147,7 +171,7 @@ interface Settings {
   readonly initial: number
   readonly min: number
   readonly max: number
-  readonly maxQueue: number
+  readonly queue: QueueSettings
   readonly updateIntervalMs: number
   readonly probeIntervalMs: number
   readonly probeJitter: number
@@ -164,14 +188,22 @@ const WINDOWS_AT_MIN_BEFORE_PROBE = 5
 
 class SampledPermit implements AdaptivePermit {
   readonly permits: number
+  readonly priority: number
   readonly startedAt: number
   /** The probe this permit was granted in, or 0: only a probe's own requests measure it. */
   readonly probe: number
   #limiter: AdaptiveLimiter | undefined
 
-  constructor(limiter: AdaptiveLimiter, permits: number, startedAt: number, probe: number) {
+  constructor(
+    limiter: AdaptiveLimiter,
+    permits: number,
+    priority: number,
+    startedAt: number,
+    probe: number,
+  ) {
     this.#limiter = limiter
     this.permits = permits
+    this.priority = priority
     this.startedAt = startedAt
     this.probe = probe
   }
@@ -182,7 +214,7 @@ class SampledPermit implements AdaptivePermit {
       throw new Error(`adaptiveConcurrency: this permit (${this.permits}) was already released`)
     }
     this.#limiter = undefined
-    limiter.complete(this, outcome?.dropped === true)
+    limiter.complete(this, outcome?.dropped === true, outcome?.aborted === true)
   }
 
   // After an explicit release this is a no-op, so `using` plus an early release is safe.
@@ -191,16 +223,15 @@ class SampledPermit implements AdaptivePermit {
   }
 }
 
-class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
+class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
   readonly name: string
   readonly algorithm: AdaptiveAlgorithm
   readonly minLimit: number
   readonly maxLimit: number
   readonly maxQueue: number
   readonly #settings: Settings
-  readonly #queue: WaitQueue
+  readonly #slots: SlotQueue
   readonly #listeners = new Set<(change: LimitChange) => void>()
-  #held = 0
   /** The algorithm's real-valued limit; the live limit is its floor outside probes. */
   #estimate: number
   #limit: number
@@ -224,12 +255,20 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     this.algorithm = settings.algorithm
     this.minLimit = settings.min
     this.maxLimit = settings.max
-    this.maxQueue = settings.maxQueue
+    this.maxQueue = settings.queue.maxQueue
     this.#estimate = settings.initial
     // Like Envoy, start by measuring: no algorithm can judge latency before it knows the no-load one.
     this.#limit = settings.probeLimit
     if (settings.onLimitChange !== undefined) this.#listeners.add(settings.onLimitChange)
-    this.#queue = new WaitQueue(this, settings.clock)
+    this.#slots = new SlotQueue(
+      settings.name,
+      () => this.#limit,
+      settings.clock,
+      settings.queue,
+      (inFlight) => {
+        if (inFlight > this.#windowMaxInFlight) this.#windowMaxInFlight = inFlight
+      },
+    )
   }
 
   get limit(): number {
@@ -241,11 +280,11 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
   }
 
   get inFlight(): number {
-    return this.#held
+    return this.#slots.inFlight
   }
 
   get queued(): number {
-    return this.#queue.size
+    return this.#slots.queued
   }
 
   get noLoadRtt(): number | undefined {
@@ -261,23 +300,26 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
       throw invalidPermits('adaptiveConcurrency.tryAcquire', permits)
     }
     this.#maybeStartProbe(this.#settings.clock.now())
-    return this.#take(permits)
+    return this.#slots.tryTake(permits, DEFAULT_PRIORITY)
   }
 
   availablePermits(): number {
-    return Math.max(0, this.#limit - this.#held)
+    return Math.max(0, this.#limit - this.#slots.inFlight)
   }
 
   release(permits = 1): void {
     if (!isPermitCount(permits)) throw invalidPermits('adaptiveConcurrency.release', permits)
-    this.#free(permits)
+    this.#checkHeld(permits, this.#slots.inFlight)
+    this.#slots.releaseAny(permits)
   }
 
-  tryEnter(permits = 1): AdaptivePermit | undefined {
-    if (!isPermitCount(permits)) throw invalidPermits('adaptiveConcurrency.tryEnter', permits)
+  tryEnter(options?: number | EnterOptions): AdaptivePermit | undefined {
+    const { permits, priority } = readEnterOptions('adaptiveConcurrency.tryEnter', options)
     const now = this.#settings.clock.now()
     this.#maybeStartProbe(now)
-    return this.#take(permits) ? new SampledPermit(this, permits, now, this.#probe) : undefined
+    return this.#slots.tryTake(permits, priority)
+      ? new SampledPermit(this, permits, priority, now, this.#probe)
+      : undefined
   }
 
   subscribe(listener: (change: LimitChange) => void): () => void {
@@ -292,44 +334,30 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     }
   }
 
-  async enter(options?: WaitOptions & { permits?: number }): Promise<AdaptivePermit> {
+  async enter(options?: WaitOptions & EnterOptions): Promise<AdaptivePermit> {
     const method = 'adaptiveConcurrency.enter'
-    const { timeoutMs, signal } = readWaitOptions(method, options, ['permits'])
-    const permits = options?.permits ?? 1
-    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    const { timeoutMs, signal, permits, priority } = readEnterWaitOptions(method, options)
     signal?.throwIfAborted()
     if (permits > this.maxLimit) throw neverError(this.name, permits, this.maxLimit)
-    const entered = this.tryEnter(permits)
+    const entered = this.tryEnter({ permits, priority })
     if (entered !== undefined) return entered
-    if (this.#queue.size >= this.maxQueue) {
-      throw new RateLimitError('ERR_SLUICE_QUEUE_FULL', {
-        limiter: this.name,
-        message: `${this.name}: ${this.#limit} in flight and the wait queue is full (maxQueue ${this.maxQueue})`,
-      })
-    }
-    await this.#queue.wait(permits, timeoutMs, signal)
+    const joined = this.#slots.join(permits, priority, timeoutMs, signal)
+    if (joined instanceof RateLimitError) throw joined
+    await joined
     // Latency is the downstream's time: it starts when the permit is granted, not queued.
-    return new SampledPermit(this, permits, this.#settings.clock.now(), this.#probe)
+    return new SampledPermit(this, permits, priority, this.#settings.clock.now(), this.#probe)
   }
 
-  /** For the wait queue: takes permits if they fit under the current limit. */
-  take(permits: number): boolean {
-    if (this.#held + permits > this.#limit) return false
-    this.#held += permits
-    if (this.#held > this.#windowMaxInFlight) this.#windowMaxInFlight = this.#held
-    return true
-  }
-
-  /** Time alone frees nothing: releases (and a rising limit) drain the queue. */
-  delay(): undefined {
-    return undefined
-  }
-
-  /** Called by a permit's release: frees its permits and records its latency. */
-  complete(permit: SampledPermit, dropped: boolean): void {
+  /**
+   * Called by a permit's release: frees its permits and records its latency, unless its
+   * caller gave up: a client that hangs up early would make the downstream look fast.
+   */
+  complete(permit: SampledPermit, dropped: boolean, aborted: boolean): void {
     const now = this.#settings.clock.now()
     const rtt = now - permit.startedAt
-    this.#free(permit.permits)
+    this.#checkHeld(permit.permits, this.#slots.inFlightOf(permit.priority))
+    this.#slots.release(permit.permits, permit.priority)
+    if (aborted) return
     if (this.#probe !== 0) {
       // Requests admitted before the probe ran at the old limit: they would measure the queue.
       if (permit.probe === this.#probe) this.#addProbeSample(rtt, now)
@@ -338,20 +366,13 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     }
   }
 
-  #take(permits: number): boolean {
-    // Released permits go to the queue head first; no barging past waiters.
-    return this.#queue.size === 0 && this.take(permits)
-  }
-
-  #free(permits: number): void {
-    // Over-release is a bug (a double release) that would silently raise the limit.
-    if (permits > this.#held) {
+  // Over-release is a bug (a double release) that would silently raise the limit.
+  #checkHeld(permits: number, held: number): void {
+    if (permits > held) {
       throw new RangeError(
-        `adaptiveConcurrency.release: cannot release ${permits} permit(s), only ${this.#held} held`,
+        `adaptiveConcurrency.release: cannot release ${permits} permit(s), only ${held} held`,
       )
     }
-    this.#held -= permits
-    if (this.#queue.size !== 0) this.#queue.drain()
   }
 
   #maybeStartProbe(now: number): void {
@@ -384,7 +405,7 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     this.#windowStart = now
     this.#windowSum = 0
     this.#windowCount = 0
-    this.#windowMaxInFlight = this.#held
+    this.#windowMaxInFlight = this.#slots.inFlight
     this.#windowDropped = false
   }
 
@@ -418,7 +439,7 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter, Waitable {
     const previous = this.#limit
     if (limit === previous) return
     this.#limit = limit
-    if (limit > previous && this.#queue.size !== 0) this.#queue.drain()
+    if (limit > previous) this.#slots.drain()
     if (this.#listeners.size === 0) return
     const change: LimitChange = {
       limit,
@@ -457,6 +478,7 @@ const COMMON_OPTIONS = [
   'random',
   'name',
   'clock',
+  ...PRIORITY_OPTIONS,
 ] as const
 
 /** Netflix concurrency-limits' and Envoy's names for our options. */
@@ -490,7 +512,8 @@ const ALGORITHMS: Record<
  *
  * The no-load latency is measured, as Envoy does, by a probe: the limit drops to
  * `probeConcurrency` (3) until `probeSamples` (50) requests admitted during the probe
- * complete, their mean becomes the no-load latency, and the limit returns. The first
+ * complete (aborted ones do not count), their mean becomes the no-load latency, and the
+ * limit returns. The first
  * probe runs from creation (the limit is `probeConcurrency` until it ends, then `initial`),
  * then one every `probeInterval` (30 s) plus up to `probeJitter` (15 %) of it, and
  * whenever the limit sits at `min` for 5 windows in a row.
@@ -499,6 +522,9 @@ const ALGORITHMS: Record<
  * `release({ dropped })` records the time since it was granted. `tryAcquire`/`release`
  * only count, and record nothing: traffic through them alone never moves the limit.
  * Per process only: the limit is this process's view of its downstream.
+ *
+ * Priorities, `partitions` and `queuePolicy` work as on `concurrency()`, with shares of
+ * the live limit.
  *
  * @example
  * ```ts
@@ -565,7 +591,7 @@ export function adaptiveConcurrency(
   if (initial > max) {
     throw new RangeError(`${factory}: "initial" must be ${initialRule}, got ${initial}`)
   }
-  const { maxQueue } = options
+  const maxQueue = readMaxQueue(factory, 'maxQueue', options.maxQueue)
   const probeConcurrency =
     options.probeConcurrency === undefined
       ? 3
@@ -578,12 +604,7 @@ export function adaptiveConcurrency(
     initial,
     min,
     max,
-    maxQueue:
-      maxQueue === undefined
-        ? 0
-        : maxQueue === Number.POSITIVE_INFINITY
-          ? maxQueue
-          : readInteger(factory, 'maxQueue', maxQueue, 0, 'a non-negative integer or Infinity'),
+    queue: readQueueSettings(factory, options, maxQueue),
     updateIntervalMs: readPositiveDuration(
       factory,
       'updateInterval',

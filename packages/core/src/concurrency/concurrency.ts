@@ -1,26 +1,41 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import type { AlgorithmDefinition } from '../algorithm'
 import { neverError, RateLimitError } from '../errors'
-import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
+import {
+  invalidPermits,
+  isPermitCount,
+  readEnterOptions,
+  readEnterWaitOptions,
+  readMaxQueue,
+} from '../options'
+import {
+  DEFAULT_PRIORITY,
+  PRIORITY_OPTIONS,
+  type QueueSettings,
+  readQueueSettings,
+} from '../priority/priority'
+import { SlotQueue } from '../priority/slot-queue'
 import type {
   Clock,
   ConcurrencyLimiter,
   ConcurrencyOptions,
+  EnterOptions,
   NormalizedSpec,
   Permit,
   WaitOptions,
 } from '../types'
-import { readInteger, readPositiveInteger } from '../validation'
-import { type Waitable, WaitQueue } from '../wait-queue'
+import { readClock, readName, readOptions, readPositiveInteger } from '../validation'
 
 type ConcurrencySpec = Extract<NormalizedSpec, { algorithm: 'concurrency' }>
 
 class HeldPermit implements Permit {
   readonly permits: number
+  readonly priority: number
   #limiter: BulkheadLimiter | undefined
 
-  constructor(limiter: BulkheadLimiter, permits: number) {
+  constructor(limiter: BulkheadLimiter, permits: number, priority: number) {
     this.#limiter = limiter
     this.permits = permits
+    this.priority = priority
   }
 
   release(): void {
@@ -29,7 +44,7 @@ class HeldPermit implements Permit {
       throw new Error(`concurrency: this permit (${this.permits}) was already released`)
     }
     this.#limiter = undefined
-    limiter.release(this.permits)
+    limiter.give(this.permits, this.priority)
   }
 
   // After an explicit release this is a no-op, so `using` plus an early release is safe.
@@ -38,84 +53,76 @@ class HeldPermit implements Permit {
   }
 }
 
-class BulkheadLimiter implements ConcurrencyLimiter, Waitable {
+class BulkheadLimiter implements ConcurrencyLimiter {
   readonly name: string
   readonly max: number
   readonly maxQueue: number
-  private held = 0
-  private readonly queue: WaitQueue
+  private readonly slots: SlotQueue
 
-  constructor(name: string, clock: Clock, max: number, maxQueue: number) {
+  constructor(name: string, clock: Clock, max: number, settings: QueueSettings) {
     this.name = name
     this.max = max
-    this.maxQueue = maxQueue
-    this.queue = new WaitQueue(this, clock)
+    this.maxQueue = settings.maxQueue
+    this.slots = new SlotQueue(name, () => max, clock, settings)
   }
 
   get inFlight(): number {
-    return this.held
+    return this.slots.inFlight
   }
 
   get queued(): number {
-    return this.queue.size
+    return this.slots.queued
   }
 
   tryAcquire(permits = 1): boolean {
     if (permits !== 1 && !isPermitCount(permits)) {
       throw invalidPermits('concurrency.tryAcquire', permits)
     }
-    // Released permits go to the queue head first; no barging past waiters.
-    return this.queue.size === 0 && this.take(permits)
-  }
-
-  take(permits: number): boolean {
-    if (this.held + permits > this.max) return false
-    this.held += permits
-    return true
-  }
-
-  /** Time frees nothing here: only a release does, and it drains the queue. */
-  delay(): undefined {
-    return undefined
+    return this.slots.tryTake(permits, DEFAULT_PRIORITY)
   }
 
   availablePermits(): number {
-    return this.max - this.held
+    return this.max - this.slots.inFlight
   }
 
   release(permits = 1): void {
     if (!isPermitCount(permits)) throw invalidPermits('concurrency.release', permits)
-    // Over-release is a bug (a double release) that would silently raise the limit.
-    if (permits > this.held) {
+    this.#checkHeld(permits, this.slots.inFlight)
+    this.slots.releaseAny(permits)
+  }
+
+  /** A permit's release: its permits go back to its own priority. */
+  give(permits: number, priority: number): void {
+    this.#checkHeld(permits, this.slots.inFlightOf(priority))
+    this.slots.release(permits, priority)
+  }
+
+  // Over-release is a bug (a double release) that would silently raise the limit.
+  #checkHeld(permits: number, held: number): void {
+    if (permits > held) {
       throw new RangeError(
-        `concurrency.release: cannot release ${permits} permit(s), only ${this.held} held`,
+        `concurrency.release: cannot release ${permits} permit(s), only ${held} held`,
       )
     }
-    this.held -= permits
-    if (this.queue.size !== 0) this.queue.drain()
   }
 
-  tryEnter(permits = 1): Permit | undefined {
-    if (!isPermitCount(permits)) throw invalidPermits('concurrency.tryEnter', permits)
-    return this.tryAcquire(permits) ? new HeldPermit(this, permits) : undefined
+  tryEnter(options?: number | EnterOptions): Permit | undefined {
+    const { permits, priority } = readEnterOptions('concurrency.tryEnter', options)
+    return this.slots.tryTake(permits, priority)
+      ? new HeldPermit(this, permits, priority)
+      : undefined
   }
 
-  async enter(options?: WaitOptions & { permits?: number }): Promise<Permit> {
+  async enter(options?: WaitOptions & EnterOptions): Promise<Permit> {
     const method = 'concurrency.enter'
-    const { timeoutMs, signal } = readWaitOptions(method, options, ['permits'])
-    const permits = options?.permits ?? 1
-    if (!isPermitCount(permits)) throw invalidPermits(method, permits)
+    const { timeoutMs, signal, permits, priority } = readEnterWaitOptions(method, options)
     signal?.throwIfAborted()
     if (permits > this.max) throw neverError(this.name, permits, this.max)
-    if (this.tryAcquire(permits)) return new HeldPermit(this, permits)
-    if (this.queue.size >= this.maxQueue) {
-      throw new RateLimitError('ERR_SLUICE_QUEUE_FULL', {
-        limiter: this.name,
-        message: `${this.name}: ${this.max} in flight and the wait queue is full (maxQueue ${this.maxQueue})`,
-      })
-    }
-    await this.queue.wait(permits, timeoutMs, signal)
-    return new HeldPermit(this, permits)
+    if (this.slots.tryTake(permits, priority)) return new HeldPermit(this, permits, priority)
+    const joined = this.slots.join(permits, priority, timeoutMs, signal)
+    if (joined instanceof RateLimitError) throw joined
+    await joined
+    return new HeldPermit(this, permits, priority)
   }
 }
 
@@ -126,26 +133,14 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
   timed: false,
   options: ['max', 'maxQueue'],
   normalize(options, label, prefix = '') {
-    const { maxQueue } = options
     return {
       algorithm: 'concurrency',
       max: readPositiveInteger(label, `${prefix}max`, options.max),
-      maxQueue:
-        maxQueue === undefined
-          ? 0
-          : maxQueue === Number.POSITIVE_INFINITY
-            ? maxQueue
-            : readInteger(
-                label,
-                `${prefix}maxQueue`,
-                maxQueue,
-                0,
-                'a non-negative integer or Infinity',
-              ),
+      maxQueue: readMaxQueue(label, `${prefix}maxQueue`, options.maxQueue),
     }
   },
   create(spec, name, clock) {
-    return new BulkheadLimiter(name, clock, spec.max, spec.maxQueue)
+    return new BulkheadLimiter(name, clock, spec.max, readQueueSettings(name, {}, spec.maxQueue))
   },
 }
 
@@ -156,6 +151,15 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
  * (default 0: no waiting). It complements a rate limiter, it does not replace one:
  * 10 calls a second that each take 3 s still means 30 in flight.
  *
+ * Priorities: `tryEnter({ priority })` and `enter({ priority })` take `'critical'`,
+ * `'default'` (the default), `'sheddable'` or any number, and under overload the lowest is
+ * refused first: waiters are served by priority, a full queue refuses its lowest waiter to
+ * make room for a higher newcomer, and a request may wait (even with `maxQueue` 0) for the
+ * permit of lower-priority work in flight. `partitions` guarantee shares of `max` by
+ * priority: an unused share is lent, and the next permit released goes back to its owner.
+ * `queuePolicy` (`'fifo'`, `'codel'`, `'adaptive-lifo'`) says how the queue sheds once
+ * waiting stops helping. A refusal's `RateLimitError` names its `partition`.
+ *
  * @example
  * ```ts
  * const exportSlots = concurrency({ max: 4, maxQueue: 100 })
@@ -165,8 +169,29 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
  * }
  * const permit = await exportSlots.enter({ timeout: '5s' })
  * try { await runExport() } finally { permit.release() }
+ *
+ * const db = concurrency({ max: 20, maxQueue: 50, partitions: { critical: 0.5 }, queuePolicy: 'codel' })
+ * const slot = await db.enter({ priority: user.paid ? 'critical' : 'sheddable', timeout: '1s' })
  * ```
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyLimiter {
-  return buildLimiter(concurrencyAlgorithm, options) as ConcurrencyLimiter
+  const factory = 'concurrency'
+  // Priorities decide admission in this process only: they are no part of the spec a
+  // store shares, so they are read here rather than by the registry entry.
+  readOptions(factory, options, [
+    ...concurrencyAlgorithm.options,
+    ...PRIORITY_OPTIONS,
+    'name',
+    'clock',
+  ])
+  const spec = concurrencyAlgorithm.normalize(
+    options as unknown as Readonly<Record<string, unknown>>,
+    factory,
+  )
+  return new BulkheadLimiter(
+    readName(factory, 'name', options.name, 'concurrency'),
+    readClock(factory, 'clock', options.clock),
+    spec.max,
+    readQueueSettings(factory, options, spec.maxQueue),
+  )
 }

@@ -133,4 +133,35 @@ describe('bulkheaded', () => {
       /^bulkheaded: "wait" must be a duration/,
     )
   })
+
+  it('enters each call at its priority, and a refusal names the partition', async () => {
+    const bulkhead = concurrency({ max: 1, maxQueue: 5, name: 'jobs' })
+    const order: string[] = []
+    const run = bulkheaded(bulkhead, {
+      wait: '1s',
+      priority: (tier: string) => (tier === 'paid' ? 'critical' : 'sheddable'),
+    })(async (_tier: string, label: string) => {
+      order.push(label)
+      await flush()
+    })
+    const first = run('free', 'first')
+    const calls = [run('free', 'free'), run('paid', 'paid')]
+    await Promise.all([first, ...calls])
+    expect(order).toEqual(['first', 'paid', 'free'])
+
+    const background = bulkheaded(bulkhead, { priority: 'sheddable' })(() => 'done')
+    const holder = bulkhead.tryEnter()!
+    expect(() => background()).toThrow(
+      new RateLimitError('ERR_SLUICE_LIMITED', {
+        limiter: 'jobs',
+        partition: 'sheddable',
+        message: 'jobs: all 1 permits are in flight (partition "sheddable")',
+      }),
+    )
+    holder.release()
+    expect(background()).toBe('done')
+    expect(() => bulkheaded(bulkhead, { priority: (() => 'top') as never })(() => 1)()).toThrow(
+      /^bulkheaded: "priority" must be/,
+    )
+  })
 })

@@ -1,5 +1,6 @@
 import { RateLimitError } from '../errors'
-import type { ConcurrencyLimiter, Duration } from '../types'
+import { partitionName, readPriority } from '../priority/priority'
+import type { ConcurrencyLimiter, Duration, Priority } from '../types'
 import { describe, readOptions } from '../validation'
 import {
   type AsyncMethodWrapper,
@@ -14,6 +15,11 @@ import {
 export interface BulkheadedOptions {
   /** Wait up to this long in the limiter's queue (`maxQueue`) instead of throwing. */
   wait?: Duration
+  /**
+   * The calls' priority, or a function of each call's arguments that gives it (see the
+   * limiter's `enter`): under overload the lowest is refused first. Default `'default'`.
+   */
+  priority?: Priority | ((...args: never[]) => Priority)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -30,13 +36,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * returning a promise, when that promise settles). Without `wait` a call finding every
  * permit in flight throws `RateLimitError` (`ERR_SLUICE_LIMITED`) and a synchronous
  * call stays synchronous; with `wait` the call becomes async and queues (FIFO, at most
- * the limiter's `maxQueue`) up to `wait`. A TC39 standard decorator and a plain wrapper.
+ * the limiter's `maxQueue`) up to `wait`. With `priority`, each call enters at its
+ * priority and a refusal names its partition. A TC39 standard decorator and a plain wrapper.
  *
  * @example
  * ```ts
- * const exports = concurrency({ max: 4, maxQueue: 50 })
+ * const exports = concurrency({ max: 4, maxQueue: 50, partitions: { critical: 0.5 } })
  * class Exporter {
- *   @bulkheaded(exports, { wait: '30s' })
+ *   @bulkheaded(exports, { wait: '30s', priority: (job: Job) => (job.paid ? 'critical' : 'sheddable') })
  *   async run(job: Job) { await writeArchive(job) }
  * }
  * ```
@@ -64,8 +71,9 @@ export function bulkheaded(
       `${decorator}: "limiter" must be a concurrency limiter, got ${describe(limiter)}`,
     )
   }
-  readOptions(decorator, options, ['wait'])
+  readOptions(decorator, options, ['wait', 'priority'])
   const waitMs = readWait(decorator, options.wait)
+  const priorityOf = readPriorityOption(decorator, options.priority)
 
   if (waitMs === undefined) {
     return <This, A extends unknown[], R>(
@@ -74,11 +82,14 @@ export function bulkheaded(
     ): Method<This, A, R> => {
       const name = targetName(decorator, target, context)
       return named(function (this: This, ...args: A): R {
-        const permit = limiter.tryEnter()
+        const priority = priorityOf?.(args)
+        const permit = limiter.tryEnter(priority === undefined ? undefined : { priority })
         if (permit === undefined) {
+          const partition = priority === undefined ? undefined : partitionName(priority)
           throw new RateLimitError('ERR_SLUICE_LIMITED', {
             limiter: limiter.name,
-            message: `${limiter.name}: all ${limiter.max} permits are in flight`,
+            ...(partition === undefined ? {} : { partition }),
+            message: `${limiter.name}: all ${limiter.max} permits are in flight${partition === undefined ? '' : ` (partition "${partition}")`}`,
           })
         }
         let result: R
@@ -104,7 +115,8 @@ export function bulkheaded(
   ): Method<This, A, Promise<Awaited<R>>> => {
     const name = targetName(decorator, target, context)
     return named(async function (this: This, ...args: A): Promise<Awaited<R>> {
-      const permit = await limiter.enter(wait)
+      const priority = priorityOf?.(args)
+      const permit = await limiter.enter(priority === undefined ? wait : { ...wait, priority })
       try {
         return await target.apply(this, args)
       } finally {
@@ -112,4 +124,21 @@ export function bulkheaded(
       }
     }, name)
   }
+}
+
+/**
+ * `priority` as a function of a call's arguments giving a number: a fixed priority is
+ * checked once, a function's answer on each call.
+ */
+function readPriorityOption(
+  decorator: string,
+  priority: BulkheadedOptions['priority'],
+): ((args: unknown[]) => number) | undefined {
+  if (priority === undefined) return undefined
+  if (typeof priority === 'function') {
+    const of = priority as (...args: unknown[]) => Priority
+    return (args) => readPriority(decorator, of(...args))
+  }
+  const fixed = readPriority(decorator, priority)
+  return () => fixed
 }

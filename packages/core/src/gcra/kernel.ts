@@ -1,4 +1,4 @@
-import { micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
+import { gcd, micros, mulAddDivMod, mulDivMod, PAIR } from '../exact'
 import type { Quota, RateKernel } from '../kernel'
 import type { NormalizedRateSpec } from '../types'
 
@@ -40,6 +40,14 @@ export class GcraKernel implements RateKernel {
   /** One permit's interval, as whole microseconds and ticks: the common cost, precomputed. */
   readonly #oneUs: number
   readonly #oneTicks: number
+  /**
+   * gcd(limit, window) and both divided by it: `n·window / limit` is `n·w / l` with l and
+   * w small for most specs (10^10 a day is 25 / 216), so products stay below 2^53 and the
+   * exact slow path is for policies whose limit and window share nothing.
+   */
+  readonly #gcd: number
+  readonly #l: number
+  readonly #w: number
   /** Whole microseconds of each row's `tat` (`-Infinity`: fresh). */
   protected at = new Float64Array(0)
   /** Ticks of each row's `tat` past its whole microseconds. */
@@ -54,9 +62,18 @@ export class GcraKernel implements RateKernel {
     mulDivMod(this.capacity, this.window, this.ticks)
     this.tauUs = PAIR[0]!
     this.tauTicks = PAIR[1]!
-    mulDivMod(1, this.window, this.ticks)
+    this.#gcd = gcd(this.ticks, this.window)
+    this.#l = this.ticks / this.#gcd
+    this.#w = this.window / this.#gcd
+    this.#divide(1)
     this.#oneUs = PAIR[0]!
     this.#oneTicks = PAIR[1]!
+  }
+
+  /** `cost·window / limit` into PAIR: whole microseconds, and the ticks left over. */
+  #divide(cost: number): void {
+    mulDivMod(cost, this.#w, this.#l)
+    PAIR[1] = PAIR[1]! * this.#gcd
   }
 
   resize(rows: number): void {
@@ -83,7 +100,7 @@ export class GcraKernel implements RateKernel {
       PAIR[0] = this.#oneUs
       PAIR[1] = this.#oneTicks
     } else {
-      mulDivMod(cost, this.window, this.ticks)
+      this.#divide(cost)
     }
   }
 
@@ -139,8 +156,18 @@ export class GcraKernel implements RateKernel {
       ticks += this.ticks
       us -= 1
     }
-    if (us < 0) return 0
-    return mulAddDiv(us, this.ticks, ticks, this.window)
+    if (us < 0) {
+      // In debt beyond τ: no remainder for `nextPermitUs` to use.
+      PAIR[1] = -1
+      return 0
+    }
+    // floor((us·limit + ticks) / window), reduced by the gcd: with ticks = q·gcd + r
+    // (r < gcd), the r ticks never reach a whole permit on their own.
+    const gcd = this.#gcd
+    const whole = Math.floor(ticks / gcd)
+    mulAddDivMod(us, this.#l, whole, this.#w)
+    PAIR[1] = PAIR[1]! * gcd + (ticks - whole * gcd)
+    return PAIR[0]!
   }
 
   quota(row: number, now: number, cost: number, allowed: boolean, out: Quota): void {
@@ -150,13 +177,24 @@ export class GcraKernel implements RateKernel {
   protected report(row: number, t: number, cost: number, allowed: boolean, out: Quota): void {
     const available = this.availableAt(row, t)
     out.available = available
-    out.resetMs = available < this.capacity ? this.waitUs(row, t, available + 1) / 1000 : 0
+    out.resetMs = available < this.capacity ? this.nextPermitUs(row, t, available) / 1000 : 0
     out.retryAfterMs = allowed
       ? 0
       : cost > this.capacity
         ? Number.POSITIVE_INFINITY
         : this.waitUs(row, t, cost) / 1000
     out.receipt = row < 0 ? t : this.receipt(row)
+  }
+
+  /**
+   * Whole microseconds until one more permit than `available` fits, just after
+   * `availableAt` left the slack's remainder in PAIR: with S = τ − debt = available·T + rem
+   * ticks, the next permit needs T − rem more ticks of drain, rounded up to whole µs.
+   * (The debt never runs out first: the next permit is within capacity.)
+   */
+  protected nextPermitUs(row: number, t: number, available: number): number {
+    if (PAIR[1]! < 0) return this.waitUs(row, t, available + 1)
+    return Math.ceil((this.window - PAIR[1]!) / this.ticks)
   }
 
   wait(row: number, now: number, cost: number): number {
@@ -183,7 +221,7 @@ export class GcraKernel implements RateKernel {
       at = t
       frac = 0
     }
-    mulDivMod(cost, this.window, this.ticks)
+    this.#divide(cost)
     let us = at + PAIR[0]! - t - this.tauUs
     let ticks = frac + PAIR[1]! - this.tauTicks
     if (ticks < 0) {

@@ -128,6 +128,11 @@ export class WarmUpKernel extends GcraKernel {
     return Math.min(free, this.capacity)
   }
 
+  /** While warming the interval moves too: the search, not the token bucket's closed form. */
+  protected override nextPermitUs(row: number, t: number, available: number): number {
+    return this.waitUs(row, t, available + 1)
+  }
+
   /**
    * The first whole microsecond from `t` at which `cost` (≤ capacity) fits. Once warm the
    * token bucket's closed form; while warming, whether it fits only ever turns from no to

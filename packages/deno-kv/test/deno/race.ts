@@ -3,7 +3,7 @@
  * one key (and one bulkhead slot), and prints how many it got. Together the processes
  * must get exactly the limit (deno-kv.test.ts).
  */
-import { compilePolicy, concurrencyPolicy } from '@sluice/http/adapter'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { denoKvStore } from '../../src/index'
 
 const [path, key, count] = Deno.args as [string, string, string]

@@ -27,11 +27,16 @@ const UNSUPPORTED: Record<Runtime, Record<string, string>> = {
     [PIPELINED]:
       "a Worker never holds the client's connection: the HTTP server in front of it (Cloudflare's edge, here workerd's) parses pipelined requests and hands them over one by one",
     'waiting mode > a client that disconnects while queued leaves the queue at once': LEAVES_UNSEEN,
-    'bulkhead > frees the slot when the client aborts mid-request': LEAVES_UNSEEN,
+    'bulkhead > holds the slot of a client that hangs up until its handler is done; its signal aborts':
+      LEAVES_UNSEEN,
     'bulkhead > queues FIFO up to maxQueue; a queued client that leaves frees its place':
       LEAVES_UNSEEN,
-    'bulkhead > 1,000 clients aborting mid-request (in the handler or queued) leave nothing in flight':
+    'bulkhead > 1,000 clients aborting mid-request: the queued leave at once, the running hold their slots until done':
       LEAVES_UNSEEN,
+    'bulkhead > holdTimeout: a response held past it is destroyed and its slot freed':
+      "a Worker's I/O belongs to the request that made it: the timer that frees a slot cannot cut off another request's response (the slot is freed and the handler's signal aborts; the runtime ends the response)",
+    'one answer, on every adapter (issues 23 and 24) > validate: an X-Forwarded-For while no proxy is trusted is reported once':
+      "on Workers the default address is cf-connecting-ip, which Cloudflare's edge sets and which already accounts for its proxy: an X-Forwarded-For is expected there",
   },
 }
 

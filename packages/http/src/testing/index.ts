@@ -13,5 +13,12 @@
  * @module
  */
 
-export { runStoreContract, type StoreContractOptions } from '@sluice/keyed/testing'
+export { forgetWarnings } from '@sluice/keyed/store'
+export {
+  runStoreContract,
+  type StoreContractOptions,
+  type WarningWatch,
+  warningsOf,
+  watchWarnings,
+} from '@sluice/keyed/testing'
 export * from './scenarios'

@@ -3,6 +3,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
 import { adaptiveConcurrency, type Duration, ManualClock } from '@sluice/core'
 import { type MemoryStore, memoryStore } from '@sluice/keyed'
+import { watchWarnings } from '@sluice/keyed/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
 import { keys } from '../index'
@@ -17,23 +18,26 @@ import type { RateLimitOptions } from '../rate-limit-engine'
 /** A point a handler waits at until the test opens it; counts who arrived. */
 export interface Gate {
   readonly arrived: number
-  /** Called by handlers: resolves once the gate is open. */
-  enter(): Promise<void>
+  /** The bulkhead signal each handler that arrived brought (`req.bulkhead?.signal`), in order. */
+  readonly signals: readonly (AbortSignal | undefined)[]
+  /** Called by handlers, with their bulkhead's signal if any: resolves once the gate is open. */
+  enter(signal?: AbortSignal): Promise<void>
   open(): void
 }
 
 export function gate(): Gate {
-  let arrived = 0
+  const signals: (AbortSignal | undefined)[] = []
   let release: () => void = () => {}
   const opened = new Promise<void>((resolve) => {
     release = resolve
   })
   return {
     get arrived() {
-      return arrived
+      return signals.length
     },
-    enter() {
-      arrived++
+    signals,
+    enter(signal) {
+      signals.push(signal)
       return opened
     },
     open: () => release(),
@@ -52,8 +56,20 @@ export type HandlerSpec =
   | { kind: 'throw' }
   /** Streams `first\n`, waits at the gate, then streams `last\n` and ends. */
   | { kind: 'stream'; gate: Gate }
+  /**
+   * Destroys its response and fails (the framework's error handling then answers what it
+   * can, e.g. Express's `end()` on the destroyed response): the client gets no answer.
+   */
+  | { kind: 'destroy' }
 
-export type MiddlewareSpec = { rateLimit: RateLimitOptions } | { bulkhead: BulkheadOptions }
+/**
+ * A middleware: one built from its options, or (`uncalled`) the factory itself handed to
+ * the framework, as in `app.use(rateLimit)`.
+ */
+export type MiddlewareSpec =
+  | { rateLimit: RateLimitOptions }
+  | { bulkhead: BulkheadOptions }
+  | { uncalled: 'rateLimit' | 'bulkhead' }
 
 export interface RouteSpec {
   method: 'get' | 'post'
@@ -72,6 +88,11 @@ export interface AppSpec {
   /** Application-level middleware, in order. */
   use?: MiddlewareSpec[]
   routes: RouteSpec[]
+  /**
+   * Told every error the framework's error handling receives (from a middleware or a
+   * handler) before it answers 500.
+   */
+  onError?: (error: unknown) => void
 }
 
 export interface RunningServer {
@@ -840,16 +861,22 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect((await send(server, '/work')).status).toBe(200)
       })
 
-      it('frees the slot when the client aborts mid-request', async () => {
+      it('holds the slot of a client that hangs up until its handler is done; its signal aborts', async () => {
         const store = memoryStore()
         const work = gate()
         const server = await serve(guarded(store, { kind: 'hold', gate: work }))
         const quitter = start(server, '/work')
         await until(() => work.arrived === 1, 'the request is in the handler')
-        expect(store.inFlight).toBe(1)
+        const signal = work.signals[0]
+        expect(signal?.aborted).toBe(false)
         quitter.abort()
-        await until(() => store.inFlight === 0, 'the slot is released')
+        await until(() => signal?.aborted === true, "the handler's signal aborted")
+        expect((signal?.reason as Error | undefined)?.name).toBe('AbortError')
+        // The handler still runs: what the bulkhead guards must not see another one.
+        expect(store.inFlight).toBe(1)
+        expect((await send(server, '/work')).status).toBe(503)
         work.open()
+        await until(() => store.inFlight === 0, 'the slot is released once the handler is done')
         expect((await send(server, '/work')).status).toBe(200)
         await until(() => store.inFlight === 0, 'the second slot is released')
       })
@@ -883,7 +910,12 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const work = gate()
         // With a queueTimeout on the manual clock, each queued request is one pending sleep.
         const server = await serve(
-          guarded(store, { kind: 'hold', gate: work }, { maxQueue: 1, queueTimeout: '1h', clock }),
+          guarded(
+            store,
+            { kind: 'hold', gate: work },
+            // No holdTimeout: the clock's sleepers are the queue's only.
+            { maxQueue: 1, queueTimeout: '1h', holdTimeout: false, clock },
+          ),
         )
         const first = start(server, '/work')
         await until(() => work.arrived === 1, 'the first request holds the slot')
@@ -906,7 +938,11 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         const { clock, store } = manual()
         const work = gate()
         const server = await serve(
-          guarded(store, { kind: 'hold', gate: work }, { maxQueue: 1, queueTimeout: '2s', clock }),
+          guarded(
+            store,
+            { kind: 'hold', gate: work },
+            { maxQueue: 1, queueTimeout: '2s', holdTimeout: false, clock },
+          ),
         )
         const first = start(server, '/work')
         await until(() => work.arrived === 1, 'the first request holds the slot')
@@ -920,14 +956,14 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect((await first.replied).status).toBe(200)
       })
 
-      it('1,000 clients aborting mid-request (in the handler or queued) leave nothing in flight', async () => {
+      it('1,000 clients aborting mid-request: the queued leave at once, the running hold their slots until done', async () => {
         const { clock, store } = manual()
         const work = gate()
         const server = await serve(
           guarded(
             store,
             { kind: 'hold', gate: work },
-            { max: 600, maxQueue: 400, queueTimeout: '1h', clock },
+            { max: 600, maxQueue: 400, queueTimeout: '1h', holdTimeout: false, clock },
           ),
         )
         const clients = Array.from({ length: 1_000 }, () => start(server, '/work'))
@@ -938,11 +974,37 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect(store.inFlight).toBe(600)
         for (const client of clients) client.abort()
         await until(
-          () => store.inFlight === 0 && clock.pendingSleeps === 0,
-          'every slot and place is freed',
+          () => clock.pendingSleeps === 0 && work.signals.every((signal) => signal?.aborted),
+          'every queued request left and every handler was told',
         )
+        expect([store.inFlight, work.arrived]).toEqual([600, 600])
         work.open()
+        await until(() => store.inFlight === 0, 'every slot is freed once its handler is done')
         expect((await send(server, '/work')).status).toBe(200)
+        await until(() => store.inFlight === 0, 'the last slot is released')
+      })
+
+      it('holdTimeout: a response held past it is destroyed and its slot freed', async () => {
+        const { clock, store } = manual()
+        const body = gate()
+        const server = await serve(
+          guarded(store, { kind: 'stream', gate: body }, { holdTimeout: '10s', clock }),
+        )
+        // A client that stops reading holds the slot as long as the response is open.
+        const slow = start(server, '/work')
+        await slow.firstByte
+        await until(() => body.arrived === 1, 'the first chunk is out')
+        await clock.advanceAsync(9_999)
+        expect(store.inFlight).toBe(1)
+        expect((await send(server, '/work')).status).toBe(503)
+        await clock.advanceAsync(1)
+        await expect(slow.replied).rejects.toThrow()
+        await until(() => store.inFlight === 0, 'the slot is freed')
+        expect((body.signals[0]?.reason as Error | undefined)?.name).toBe('TimeoutError')
+        const next = start(server, '/work')
+        expect((await next.firstByte).statusCode).toBe(200)
+        body.open()
+        expect((await next.replied).body).toBe('first\nlast\n')
         await until(() => store.inFlight === 0, 'the last slot is released')
       })
     })
@@ -1226,6 +1288,159 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect(JSON.parse(first.body).rateLimit.key).toMatch(/^sha256:[\w-]{43}$/)
         expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(429)
         expect((await send(server, '/', { headers: { 'x-api-key': `${long}2` } })).status).toBe(200)
+      })
+    })
+
+    describe('one answer, on every adapter (issues 23 and 24)', () => {
+      it('refundWhen never refunds a response that never finished (destroyed, then ended)', async () => {
+        const { clock, store } = manual()
+        const limited: MiddlewareSpec = {
+          rateLimit: {
+            limit: 1,
+            window: '1m',
+            key: keys.global(),
+            refundWhen: () => true,
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          onError: () => {},
+          routes: [
+            { method: 'get', path: '/destroy', use: [limited], handler: { kind: 'destroy' } },
+            { method: 'get', path: '/', use: [limited], handler: { kind: 'json' } },
+          ],
+        })
+        // The client gets a broken answer (or none); what counts is that nothing came back.
+        await send(server, '/destroy').catch(() => {})
+        // Time for the server to see the response close, and to refund if it wrongly would.
+        await settle()
+        await settle()
+        expect((await send(server, '/')).status).toBe(429)
+      })
+
+      it('a factory handed to the framework uncalled fails saying so', async () => {
+        const errors: unknown[] = []
+        const server = await serve({
+          onError: (error) => errors.push(error),
+          use: [{ uncalled: 'rateLimit' }],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        expect((await send(server, '/')).status).toBe(500)
+        expect(String((errors[0] as Error | undefined)?.message)).toMatch(
+          /^rateLimit: options must be a plain object, got .*: was rateLimit handed over without being called\? Write rateLimit\(\{ \.\.\. \}\)\.$/,
+        )
+      })
+
+      it('a throwing key function fails naming the "key" option', async () => {
+        const errors: unknown[] = []
+        const server = await serve({
+          ...oneRoute({
+            key: () => {
+              throw new Error('no key today')
+            },
+          }),
+          onError: (error) => errors.push(error),
+        })
+        expect((await send(server, '/')).status).toBe(500)
+        expect((errors[0] as Error | undefined)?.message).toBe(
+          'rateLimit: the "key" function failed: no key today',
+        )
+      })
+
+      it('a custom key that is an IPv4-mapped address with its port is reported as one', async () => {
+        const seen = watchWarnings()
+        try {
+          const server = await serve(oneRoute({ limit: 10, key: () => '::ffff:127.0.0.1:42780' }))
+          expect((await send(server, '/')).status).toBe(200)
+          expect(seen.given.map(([code]) => code)).toEqual(['ERR_SLUICE_KEY_WITH_PORT'])
+        } finally {
+          seen.stop()
+        }
+      })
+
+      it('validate: an X-Forwarded-For while no proxy is trusted is reported once', async () => {
+        const seen = watchWarnings()
+        try {
+          const server = await serve(oneRoute({ limit: 10, validate: true } as RateLimitOptions))
+          for (let i = 0; i < 2; i++) {
+            const res = await send(server, '/', { headers: { 'x-forwarded-for': '203.0.113.9' } })
+            expect(res.status).toBe(200)
+          }
+          expect(seen.given.map(([code]) => code)).toEqual(['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'])
+        } finally {
+          seen.stop()
+        }
+      })
+
+      it('dry run never changes what a client gets: a throwing key or a failing store lets it pass', async () => {
+        const seen = watchWarnings()
+        const events = listen<{ enforced: boolean; error?: unknown }>('sluice:rate-limit')
+        try {
+          const failing = memoryStore()
+          failing.take = (() => Promise.reject(new Error('store down'))) as never
+          const server = await serve({
+            routes: [
+              {
+                method: 'get',
+                path: '/key',
+                use: [
+                  {
+                    rateLimit: {
+                      limit: 1,
+                      dryRun: true,
+                      key: () => {
+                        throw new Error('no key today')
+                      },
+                    },
+                  },
+                ],
+                handler: { kind: 'json' },
+              },
+              {
+                method: 'get',
+                path: '/store',
+                use: [{ rateLimit: { limit: 1, dryRun: true, store: failing } }],
+                handler: { kind: 'json' },
+              },
+            ],
+          })
+          const answers = [
+            await send(server, '/key'),
+            await send(server, '/key'),
+            await send(server, '/store'),
+          ]
+          expect(answers.map((res) => [res.status, JSON.parse(res.body).rateLimit])).toEqual([
+            [200, null],
+            [200, null],
+            [200, null],
+          ])
+          expect(seen.given.map(([code]) => code)).toEqual([
+            'ERR_SLUICE_DRY_RUN_FAILED',
+            'ERR_SLUICE_DRY_RUN_FAILED',
+          ])
+          expect(events.events.map((e) => [e.enforced, (e.error as Error).message])).toEqual([
+            [false, 'rateLimit: the "key" function failed: no key today'],
+            [false, 'rateLimit: the "key" function failed: no key today'],
+            [false, 'store down'],
+          ])
+        } finally {
+          seen.stop()
+          events.stop()
+        }
+      })
+
+      it('options are read as own properties: a polluted prototype turns no limiter off', async () => {
+        const { clock, store } = manual()
+        // Not enumerable: a framework that walks objects with for...in (Hono's headers) would
+        // trip over the pollution itself; a read through the prototype finds it all the same.
+        Object.defineProperty(Object.prototype, 'dryRun', { value: true, configurable: true })
+        try {
+          const server = await serve(oneRoute({ limit: 1, window: '1m', clock, store }))
+          expect(await statuses(server, '/', 2)).toEqual([200, 429])
+        } finally {
+          delete (Object.prototype as { dryRun?: unknown }).dryRun
+        }
       })
     })
 

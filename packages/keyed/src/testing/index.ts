@@ -1,6 +1,8 @@
 /**
  * The contract every store must pass (`runStoreContract`), so a store written anywhere
- * runs the same suite as sluice's own. It uses vitest's `describe`/`it`/`expect`.
+ * runs the same suite as sluice's own, and `warningsOf`/`watchWarnings` to see the warnings
+ * a setup, or a request, gives.
+ * `runStoreContract` uses vitest's `describe`/`it`/`expect`.
  *
  * @example
  * ```ts
@@ -16,3 +18,4 @@ export {
   type StoreModelClock,
   type StoreModelOptions,
 } from './store-model'
+export { type WarningWatch, warningsOf, watchWarnings } from './warnings'

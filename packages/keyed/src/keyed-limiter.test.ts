@@ -1,0 +1,293 @@
+import diagnostics from 'node:diagnostics_channel'
+import { ManualClock, RateLimitError } from '@sluice/core'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { RateLimitEvent } from './events'
+import { boundedKey } from './key'
+import { keyedLimiter } from './keyed-limiter'
+import { memoryStore } from './memory-store'
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('keyedLimiter: consume', () => {
+  it('answers synchronously on a memory store, every field, then refuses with a wait', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 3, window: '1s', clock })
+    expect(limiter.name).toBe('3-per-1s')
+    const first = limiter.consume('a')
+    expect(first).toMatchObject({
+      allowed: true,
+      policy: '3-per-1s',
+      remaining: 2,
+      retryAfterMs: 0,
+    })
+    // A sliding window of 10 slots: one more permit when the first slot has left it.
+    expect(first.resetMs).toBe(1100)
+    expect(first.receipt).toBeDefined()
+    expect(limiter.consume('a', 2).remaining).toBe(0)
+    const refused = limiter.consume('a')
+    expect(refused).toMatchObject({ allowed: false, remaining: 0, receipt: undefined })
+    expect(refused.retryAfterMs).toBe(1100)
+    expect(refused.policies).toEqual([
+      { policy: '3-per-1s', allowed: false, remaining: 0, resetMs: 1100, retryAfterMs: 1100 },
+    ])
+    // Another key has its own budget.
+    expect(limiter.consume('b').remaining).toBe(2)
+  })
+
+  it('checks several dimensions in one call, each charged its own cost', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({
+      clock,
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 90_000, window: '1m', algorithm: 'token-bucket' },
+        { name: 'monthly', limit: 10_000_000, window: '30d', algorithm: 'fixed-window' },
+      ],
+    })
+    const taken = limiter.consume('org', { requests: 1, tokens: 1200, monthly: 1200 })
+    expect(taken.policies.map((p) => [p.policy, p.remaining])).toEqual([
+      ['requests', 59],
+      ['tokens', 88_800],
+      ['monthly', 9_998_800],
+    ])
+    // The overall fields are the policy with the fewest left.
+    expect([taken.policy, taken.remaining]).toEqual(['requests', 59])
+    // Tokens run out first; nothing is taken from the others.
+    const refused = limiter.consume('org', { requests: 1, tokens: 90_000 })
+    expect([refused.allowed, refused.policy]).toEqual([false, 'tokens'])
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 88_800, 9_998_800])
+    expect(() => limiter.consume('org', { token: 1 })).toThrow(
+      new TypeError(
+        'keyedLimiter.consume: "cost" names no policy of this limiter: "token" (policies: "requests", "tokens", "monthly")',
+      ),
+    )
+  })
+
+  it('consumeOrThrow throws RateLimitError with the wait and the refusing policy', () => {
+    const limiter = keyedLimiter({ limit: 1, window: '1m', name: 'jobs', clock: new ManualClock() })
+    limiter.consumeOrThrow('tenant')
+    let caught: unknown
+    try {
+      limiter.consumeOrThrow('tenant')
+    } catch (error) {
+      caught = error
+    }
+    expect(caught).toBeInstanceOf(RateLimitError)
+    expect(caught).toMatchObject({
+      code: 'ERR_SLUICE_LIMITED',
+      limiter: 'jobs',
+      retryAfterMs: 66_000,
+    })
+  })
+
+  it('refunds by receipt, and a refund after the window credits nothing', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 2, window: '1s', algorithm: 'fixed-window', clock })
+    const taken = limiter.consume('k')
+    limiter.refund(taken.receipt!)
+    expect(limiter.get('k').remaining).toBe(2)
+    const late = limiter.consume('k', 2)
+    clock.advance(1000)
+    limiter.consume('k')
+    limiter.refund(late.receipt!)
+    expect(limiter.get('k').remaining).toBe(1)
+    const other = keyedLimiter({ limit: 2, clock })
+    expect(() => other.refund(late.receipt!)).toThrow(TypeError)
+  })
+
+  it('publishes one sluice:rate-limit event per consume', () => {
+    const events: RateLimitEvent[] = []
+    const listen = (message: unknown) => events.push(message as RateLimitEvent)
+    diagnostics.subscribe('sluice:rate-limit', listen)
+    try {
+      const limiter = keyedLimiter({ limit: 1, name: 'ws', clock: new ManualClock() })
+      limiter.consume('conn-1')
+      limiter.consume('conn-1')
+    } finally {
+      diagnostics.unsubscribe('sluice:rate-limit', listen)
+    }
+    expect(
+      events.map((e) => [e.key, e.policy, e.allowed, e.enforced, e.remaining, e.cost]),
+    ).toEqual([
+      ['conn-1', 'ws', true, true, 0, 1],
+      ['conn-1', 'ws', false, true, 0, 1],
+    ])
+    expect(events[1]?.retryAfterMs).toBe(66_000)
+  })
+})
+
+describe('keyedLimiter: penalties, rewards, blocks (a login limiter)', () => {
+  it('counts wrong logins with penalty(), as rate-limiter-flexible users do', () => {
+    const clock = new ManualClock()
+    const logins = keyedLimiter({ limit: 3, window: '15m', algorithm: 'fixed-window', clock })
+    const attempt = (password: string) => {
+      const key = 'ann:203.0.113.7'
+      if (!logins.consume(key).allowed) return 429
+      if (password === 'right') return 200
+      logins.penalty(key, 1)
+      return 401
+    }
+    // Each wrong login costs 2 (the attempt and its penalty): the second takes the last
+    // permit and its penalty goes into debt, so from the third on even the right
+    // password is refused (rate-limiter-flexible's port answered the same).
+    expect(['x', 'y', 'z', 'right'].map(attempt)).toEqual([401, 401, 429, 429])
+    logins.reward('ann:203.0.113.7', 3)
+    expect(attempt('right')).toBe(200)
+  })
+
+  it('penalty takes beyond the limit: debt the key waits out', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 10, window: '10s', algorithm: 'token-bucket', clock })
+    const after = limiter.penalty('k', 25)
+    expect([after.allowed, after.remaining]).toEqual([false, 0])
+    // 15 permits beyond the bucket: 15 s until one permit fits again.
+    expect(limiter.get('k').retryAfterMs).toBe(16_000)
+    clock.advance(16_000)
+    expect(limiter.consume('k').allowed).toBe(true)
+    expect(limiter.consume('k').allowed).toBe(false)
+  })
+
+  it('block refuses for the duration whatever the budget; 0 lifts it; delete forgets all', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 5, window: '1m', clock })
+    limiter.block('spammer', '30s')
+    const refused = limiter.consume('spammer')
+    expect([refused.allowed, refused.remaining, refused.retryAfterMs]).toEqual([false, 0, 30_000])
+    clock.advance(30_000)
+    expect(limiter.consume('spammer').allowed).toBe(true)
+    limiter.block('spammer', '1h')
+    limiter.block('spammer', 0)
+    expect(limiter.consume('spammer').remaining).toBe(3)
+    limiter.delete('spammer')
+    expect(limiter.get('spammer').remaining).toBe(5)
+  })
+
+  it('a policy penalty blocks a key refused `after` times', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 1, window: '1m', block: { for: '5m', after: 2 }, clock })
+    limiter.consume('k')
+    expect(limiter.consume('k').retryAfterMs).toBe(66_000)
+    expect(limiter.consume('k').retryAfterMs).toBe(300_000)
+  })
+})
+
+describe('keyedLimiter: reserve and settle', () => {
+  const llm = (clock: ManualClock) =>
+    keyedLimiter({
+      clock,
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 10_000, window: '1m', algorithm: 'token-bucket' },
+      ],
+    })
+
+  it('a streamed 10k-token answer reserved at 1k settles to a 10k charge; the next waits out the debt', () => {
+    const clock = new ManualClock()
+    const limiter = llm(clock)
+    const reservation = limiter.reserve('org', { requests: 1, tokens: 1000 })
+    expect(reservation.allowed).toBe(true)
+    expect(limiter.get('org').policies[1]?.remaining).toBe(9000)
+    const settled = reservation.settle({ requests: 1, tokens: 11_000 })
+    // 1,000 tokens beyond the bucket: the next request waits until they have drained.
+    expect(settled.policies[1]).toMatchObject({ remaining: 0 })
+    const next = limiter.reserve('org', { requests: 1, tokens: 1000 })
+    expect(next.allowed).toBe(false)
+    expect(next.retryAfterMs).toBe(12_000)
+    clock.advance(12_000)
+    expect(limiter.reserve('org', { requests: 1, tokens: 1000 }).allowed).toBe(true)
+  })
+
+  it('settling below the estimate refunds the difference; settle twice and cancel after settle throw', () => {
+    const clock = new ManualClock()
+    const limiter = llm(clock)
+    const reservation = limiter.reserve('org', { requests: 1, tokens: 4000 })
+    reservation.settle({ requests: 1, tokens: 1500 })
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 8500])
+    expect(() => reservation.settle({ requests: 1, tokens: 1 })).toThrow(
+      'keyedLimiter: Reservation.settle() on a reservation of "org" failed: it was already settled',
+    )
+    expect(() => reservation.cancel()).toThrow('it was already settled')
+    const cancelled = limiter.reserve('org', 10)
+    cancelled.cancel()
+    cancelled.cancel()
+    expect(() => cancelled.settle(1)).toThrow('it was already cancelled')
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 8500])
+  })
+
+  it('a refused reservation takes nothing and cannot be settled; reserveOrThrow throws', () => {
+    const limiter = llm(new ManualClock())
+    const refused = limiter.reserve('org', { tokens: 20_000 })
+    expect([refused.allowed, refused.retryAfterMs]).toEqual([false, Number.POSITIVE_INFINITY])
+    expect(() => refused.settle({ tokens: 1 })).toThrow('it was refused: nothing was reserved')
+    expect(() => limiter.reserveOrThrow('org', { tokens: 20_000 })).toThrow(RateLimitError)
+  })
+
+  it('a reservation never settled is cancelled after reservationTtl', () => {
+    vi.useFakeTimers()
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock })
+    limiter.reserve('job', 4)
+    expect(limiter.get('job').remaining).toBe(1)
+    vi.advanceTimersByTime(120_000)
+    expect(limiter.get('job').remaining).toBe(5)
+  })
+})
+
+describe('keyedLimiter: bulkheads, keys, bad input', () => {
+  it('enter(key) holds a slot per key until released; a second release throws', () => {
+    const limiter = keyedLimiter({ max: 2 })
+    const a = limiter.enter('db')!
+    const b = limiter.enter('db')!
+    expect(limiter.enter('db')).toBeUndefined()
+    expect(limiter.enter('other')).toBeDefined()
+    a.release()
+    expect(() => a.release()).toThrow('the permit of "db" was already released')
+    {
+      using c = limiter.enter('db')
+      expect(c).toBeDefined()
+    }
+    b.release()
+    expect(limiter.get('db').remaining).toBe(2)
+    expect(() => keyedLimiter({ limit: 1 }).enter('x')).toThrow(TypeError)
+    expect(() => keyedLimiter({ max: 1, limit: 1 })).toThrow(
+      'keyedLimiter: "limit" cannot be combined with "max" (a bulkhead per key), got 1',
+    )
+  })
+
+  it('stores long keys as their digest, and a key that forges a digest gets one of its own', () => {
+    const store = memoryStore()
+    const limiter = keyedLimiter({ limit: 1, window: '1h', store })
+    const long = 'x'.repeat(300)
+    expect(limiter.keyFor(long)).toBe(boundedKey(long))
+    expect(limiter.consume(long).allowed).toBe(true)
+    // The digest form of the long key, sent as a key of its own, shares nothing with it.
+    const forged = boundedKey(long)
+    expect(limiter.keyFor(forged)).not.toBe(forged)
+    expect(limiter.consume(forged).allowed).toBe(true)
+    expect(limiter.consume(long).allowed).toBe(false)
+  })
+
+  it('refuses bad costs, keys and options, naming the call and the value, counting nothing', () => {
+    const limiter = keyedLimiter({ limit: 5, window: '1m', name: 'api' })
+    for (const cost of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
+      expect(() => limiter.consume('k', cost)).toThrow(
+        `keyedLimiter.consume: "cost" must be a positive safe integer, got ${cost}`,
+      )
+    }
+    expect(() => limiter.consume('k', '1' as never)).toThrow(TypeError)
+    expect(() => limiter.consume('k', { api: -1 })).toThrow(
+      'keyedLimiter.consume: "cost[0]" must be a non-negative safe integer, got -1',
+    )
+    expect(() => limiter.consume('', 1)).toThrow(
+      'keyedLimiter.keyFor: "key" must be a non-empty string, got ""',
+    )
+    expect(() => limiter.consume(42 as never)).toThrow(TypeError)
+    expect(limiter.get('k').remaining).toBe(5)
+    expect(() => keyedLimiter({ points: 5 } as never)).toThrow(
+      'keyedLimiter: unknown option "points" (use "limit")',
+    )
+    expect(() => keyedLimiter({ limit: 5, store: {} as never })).toThrow(TypeError)
+  })
+})

@@ -1,0 +1,570 @@
+import { type Clock, type Duration, RateLimitError } from '@sluice/core'
+import {
+  describe,
+  readClock,
+  readDuration,
+  readOptions,
+  readPositiveInteger,
+  typeError,
+} from '@sluice/core/validation'
+import { checkCost } from './call-checks'
+import { rateLimitChannel } from './events'
+import { storedKey } from './key'
+import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import { type MemoryStore, memoryStore } from './memory-store'
+import {
+  claimPolicies,
+  compilePolicy,
+  compilePolicyList,
+  concurrencyPolicy,
+  POLICY_OPTIONS,
+  type PolicyOptions,
+} from './policy'
+import { longestWait, primaryIndex } from './primary'
+import { readStore } from './read-store'
+import type { Cost, Lease, Policy, PolicyResult, Store, TakeResult } from './store'
+import { createdInsideRequest, emitWarning } from './warnings'
+
+/**
+ * What a keyed call is charged: one number for every policy, or `{ [policyName]: n }`
+ * charging each named policy its own amount (a policy not named is charged 0), e.g.
+ * `{ requests: 1, tokens: 1200 }`.
+ */
+export type KeyedCost = number | Readonly<Record<string, number>>
+
+/** Options of {@link keyedLimiter}: one policy at the top level, or several in `policies`. */
+export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOptions {
+  /** Several limits checked together, atomically; each named (given, or from its spec). */
+  policies?: readonly PolicyOptions[]
+  /**
+   * A bulkhead per key instead: permits in flight, taken by `enter(key)`. Not with a
+   * time-based policy.
+   */
+  max?: number
+  /** Where the per-key state lives. Default: a `memoryStore()` of this limiter's own. */
+  store?: S
+  /** Time source of the default memory store (a `ManualClock` in tests). */
+  clock?: Clock
+  /**
+   * How long a reservation may stay unsettled: after it, it is cancelled (its estimate
+   * given back, as far as it still counts). Default `'10m'`.
+   */
+  reservationTtl?: Duration
+}
+
+/** One policy's part of a keyed answer. */
+export interface KeyedPolicyResult {
+  readonly policy: string
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly resetMs: number
+  readonly retryAfterMs: number
+}
+
+/**
+ * A keyed answer. The overall numbers are the most constraining policy's: the one with
+ * the fewest permits left when admitted, the refusing one with the longest wait when not.
+ */
+export interface KeyedResult {
+  /** Whether every policy admitted the call (nothing was taken when not). */
+  readonly allowed: boolean
+  /** The name of the policy shown. */
+  readonly policy: string
+  /** Permits left under the policy shown (0 while blocked). */
+  readonly remaining: number
+  /** Milliseconds until more quota becomes available under the policy shown (0: full). */
+  readonly resetMs: number
+  /** 0 when allowed; otherwise milliseconds until the call could pass (`Infinity`: never). */
+  readonly retryAfterMs: number
+  /** The receipt of what was taken (pass it to `refund`); undefined when refused. */
+  readonly receipt: Receipt | undefined
+  /** Each policy's answer, in the order configured. */
+  readonly policies: readonly KeyedPolicyResult[]
+}
+
+/** What `consume` took, for `refund`: opaque. */
+export interface Receipt {
+  readonly key: string
+}
+
+/** Answers synchronously on a memory store, with a promise on any other. */
+type Answer<S, T> = S extends MemoryStore ? T : MaybePromise<T>
+
+/** A cost budget taken from an estimate, to be settled with the actual cost. */
+export interface Reservation<S extends Store = Store> extends KeyedResult {
+  /**
+   * Charges the actual cost instead of the estimate: the difference is refunded (as far
+   * as it still counts), or the excess charged as debt that later calls wait out. Once.
+   * A policy the actual cost does not name is charged 0 (its estimate is refunded).
+   */
+  settle(actual: KeyedCost): Answer<S, KeyedResult>
+  /** Gives the estimate back, as far as it still counts. Not after `settle`. */
+  cancel(): Answer<S, void>
+}
+
+/** A bulkhead slot held for a key; `release()` frees it (a second call throws). */
+export interface KeyedPermit<S extends Store = Store> extends Disposable {
+  readonly key: string
+  release(): Answer<S, void>
+}
+
+/**
+ * Limits any key, anywhere: a WebSocket message, a GraphQL resolver, a queue job, a login
+ * attempt, outbound calls per tenant. Every call on a memory store answers synchronously.
+ */
+export interface KeyedLimiter<S extends Store = Store> {
+  readonly name: string
+  readonly policies: readonly Policy[]
+  readonly store: S
+  /** Takes `cost` for `key` from every policy, or nothing. Never throws for "limited". */
+  consume(key: string, cost?: KeyedCost): Answer<S, KeyedResult>
+  /** `consume`, throwing `RateLimitError` (`ERR_SLUICE_LIMITED`) when refused. */
+  consumeOrThrow(key: string, cost?: KeyedCost): Answer<S, KeyedResult>
+  /** Gives back what a `consume` took (all of it, or `cost`), as far as it still counts. */
+  refund(receipt: Receipt, cost?: KeyedCost): Answer<S, void>
+  /** Takes `cost` from `key` without asking: debt that later calls wait out. */
+  penalty(key: string, cost?: KeyedCost): Answer<S, KeyedResult>
+  /** Gives `cost` back to `key`, never beyond a fresh state. */
+  reward(key: string, cost?: KeyedCost): Answer<S, void>
+  /** Refuses `key` for `duration` (0 lifts a block), whatever its budget says. */
+  block(key: string, duration: Duration): Answer<S, void>
+  /** The state of `key`, taking nothing (`allowed`: whether a cost of 1 would pass now). */
+  get(key: string): Answer<S, KeyedResult>
+  /** Forgets `key` under this limiter's policies, blocks included. */
+  delete(key: string): Answer<S, void>
+  /** Takes an estimate to be settled later (`Reservation.settle`); refused takes nothing. */
+  reserve(key: string, estimate: KeyedCost): Answer<S, Reservation<S>>
+  /** `reserve`, throwing `RateLimitError` when refused. */
+  reserveOrThrow(key: string, estimate: KeyedCost): Answer<S, Reservation<S>>
+  /** A bulkhead's slot for `key` (limiters with `max`), or undefined when full. */
+  enter(key: string): Answer<S, KeyedPermit<S> | undefined>
+  /** The key this limiter stores for `key` (long and digest-like keys are hashed). */
+  keyFor(key: string): string
+}
+
+const OPTIONS = [...POLICY_OPTIONS, 'policies', 'max', 'store', 'clock', 'reservationTtl']
+
+/** Names other libraries use, and what to write instead. */
+const HINTS: Readonly<Record<string, string>> = {
+  points: 'use "limit"',
+  duration:
+    'use "window": rate-limiter-flexible counts seconds, sluice takes \'60s\' or milliseconds',
+  blockDuration: 'use "block: { for }"',
+  keyPrefix: 'give the limiter a "name"; the store keeps policies apart by name and spec',
+  storeClient: 'use "store", e.g. redisStore({ client })',
+  execEvenly: "use algorithm: 'leaky-bucket' (strict pacing)",
+  insuranceLimiter: "use the store's onError: 'local'",
+}
+
+/**
+ * A limiter for any key, without HTTP: the same policies, penalties, stores and events as
+ * the middleware (`rate-limiter-flexible`'s `consume(key, points)`, with receipts). Costs
+ * may differ per policy (`{ requests: 1, tokens: 1200 }`), and a cost known only
+ * afterwards is reserved from an estimate and settled with the actual cost.
+ *
+ * @example
+ * ```ts
+ * const logins = keyedLimiter({ limit: 5, window: '15m', block: { for: '1h', after: 2 } })
+ * const { allowed, retryAfterMs } = logins.consume(`${username}:${ip}`)
+ * if (!allowed) return reply(429, { retryInSeconds: Math.ceil(retryAfterMs / 1000) })
+ * if (!passwordMatches) logins.penalty(`${username}:${ip}`, 1)
+ * ```
+ */
+export function keyedLimiter<S extends Store = MemoryStore>(
+  options: KeyedLimiterOptions<S>,
+): KeyedLimiter<S> {
+  return new Keyed(options) as unknown as KeyedLimiter<S>
+}
+
+const FACTORY = 'keyedLimiter'
+
+class Keyed implements KeyedLimiter<Store> {
+  readonly name: string
+  readonly policies: readonly Policy[]
+  readonly store: Store
+  readonly #names: ReadonlyMap<string, number>
+  readonly #ttlMs: number
+  readonly #slots: boolean
+
+  constructor(options: KeyedLimiterOptions) {
+    const given = readOptions(FACTORY, options, OPTIONS, HINTS) as KeyedLimiterOptions
+    const { policies, max, store } = given
+    if (max !== undefined) {
+      for (const key of [...POLICY_OPTIONS, 'policies']) {
+        if (key !== 'name' && (given as Record<string, unknown>)[key] !== undefined) {
+          throw typeError(
+            FACTORY,
+            key,
+            'cannot be combined with "max" (a bulkhead per key)',
+            (given as Record<string, unknown>)[key],
+          )
+        }
+      }
+      this.policies = [concurrencyPolicy(given.name, readPositiveInteger(FACTORY, 'max', max))]
+      this.#slots = true
+    } else if (policies !== undefined) {
+      for (const key of POLICY_OPTIONS) {
+        const value = (given as Record<string, unknown>)[key]
+        if (value !== undefined) {
+          throw typeError(
+            FACTORY,
+            key,
+            'cannot be combined with "policies" (give it inside each policy)',
+            value,
+          )
+        }
+      }
+      this.policies = compilePolicyList(policies, FACTORY)
+      this.#slots = false
+    } else {
+      const {
+        policies: _,
+        max: __,
+        store: ___,
+        clock: ____,
+        reservationTtl: _____,
+        ...single
+      } = given
+      this.policies = [compilePolicy(single, FACTORY)]
+      this.#slots = false
+    }
+    const clock = readClock(FACTORY, 'clock', given.clock)
+    this.store = store === undefined ? memoryStore({ clock }) : readStore(FACTORY, 'store', store)
+    this.#ttlMs = readDuration(FACTORY, 'reservationTtl', given.reservationTtl, '10m')
+    this.name = this.policies[0]!.name
+    this.#names = new Map(this.policies.map((policy, i) => [policy.name, i]))
+    claimPolicies(this.store, this.policies, FACTORY)
+    if (createdInsideRequest()) {
+      emitWarning(
+        FACTORY,
+        'ERR_SLUICE_CREATED_IN_REQUEST',
+        'a limiter was created while a request was being handled: a new limiter for every request starts with a full budget and limits nothing. Create it once, when the app starts, and reuse it.',
+      )
+    }
+  }
+
+  keyFor(key: string): string {
+    if (typeof key !== 'string' || key === '') {
+      throw typeError(`${FACTORY}.keyFor`, 'key', 'must be a non-empty string', key)
+    }
+    return storedKey(key)
+  }
+
+  /** A keyed cost as the store takes it: a number, or one number per policy. */
+  #cost(method: string, cost: KeyedCost | undefined, fallback: number): Cost {
+    if (cost === undefined) return fallback
+    if (typeof cost === 'number') {
+      checkCost(`${FACTORY}.${method}`, cost, this.policies.length)
+      return cost
+    }
+    if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
+      throw typeError(
+        `${FACTORY}.${method}`,
+        'cost',
+        'must be a positive integer or { [policyName]: number }',
+        cost,
+      )
+    }
+    const costs = new Array<number>(this.policies.length).fill(0)
+    for (const [name, value] of Object.entries(cost)) {
+      const index = this.#names.get(name)
+      if (index === undefined) {
+        throw new TypeError(
+          `${FACTORY}.${method}: "cost" names no policy of this limiter: ${describe(name)} (policies: ${[...this.#names.keys()].map((n) => `"${n}"`).join(', ')})`,
+        )
+      }
+      costs[index] = value
+    }
+    checkCost(`${FACTORY}.${method}`, costs, this.policies.length)
+    return costs
+  }
+
+  consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
+    const stored = this.keyFor(key)
+    const charge = this.#cost('consume', cost, 1)
+    return then(this.store.take(stored, this.policies, charge), (taken) =>
+      this.#answer(stored, charge, taken),
+    )
+  }
+
+  consumeOrThrow(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
+    return then(this.consume(key, cost), (result) => this.#orThrow(result))
+  }
+
+  #orThrow<R extends KeyedResult>(result: R): R {
+    if (result.allowed) return result
+    throw new RateLimitError('ERR_SLUICE_LIMITED', {
+      limiter: result.policy,
+      retryAfterMs: result.retryAfterMs,
+    })
+  }
+
+  #answer(key: string, cost: Cost, taken: TakeResult): KeyedResult {
+    const result = new Answered(taken, key, cost, this)
+    if (rateLimitChannel.hasSubscribers) publish(key, cost, taken)
+    return result
+  }
+
+  refund(receipt: Receipt, cost?: KeyedCost): MaybePromise<void> {
+    if (!(receipt instanceof TakenReceipt) || receipt.limiter !== this) {
+      throw typeError(
+        `${FACTORY}.refund`,
+        'receipt',
+        'must be a receipt of this limiter (the receipt of a consume)',
+        receipt,
+      )
+    }
+    const charge = cost === undefined ? receipt.cost : this.#cost('refund', cost, 1)
+    return this.store.refund(receipt.key, this.policies, charge, receipt.receipts)
+  }
+
+  penalty(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
+    const stored = this.keyFor(key)
+    const charge = this.#cost('penalty', cost, 1)
+    return then(
+      this.store.force(stored, this.policies, charge),
+      (results) =>
+        new Answered({ allowed: results.every((r) => r.allowed), results }, stored, charge),
+    )
+  }
+
+  reward(key: string, cost?: KeyedCost): MaybePromise<void> {
+    return this.store.refund(this.keyFor(key), this.policies, this.#cost('reward', cost, 1))
+  }
+
+  block(key: string, duration: Duration): MaybePromise<void> {
+    const ms = readDuration(`${FACTORY}.block`, 'duration', duration)
+    return this.store.block(this.keyFor(key), this.policies, ms)
+  }
+
+  get(key: string): MaybePromise<KeyedResult> {
+    const stored = this.keyFor(key)
+    return then(
+      this.store.get(stored, this.policies),
+      (results) => new Answered({ allowed: results.every((r) => r.allowed), results }, stored, 1),
+    )
+  }
+
+  delete(key: string): MaybePromise<void> {
+    return this.store.reset(this.keyFor(key), this.policies)
+  }
+
+  reserve(key: string, estimate: KeyedCost): MaybePromise<Reservation> {
+    const stored = this.keyFor(key)
+    const charge = this.#cost('reserve', estimate, 1)
+    return then(this.store.take(stored, this.policies, charge), (taken) => {
+      if (rateLimitChannel.hasSubscribers) publish(stored, charge, taken)
+      return new Reserved(this, taken, stored, charge, this.#ttlMs)
+    })
+  }
+
+  reserveOrThrow(key: string, estimate: KeyedCost): MaybePromise<Reservation> {
+    return then(this.reserve(key, estimate), (reservation) => this.#orThrow(reservation))
+  }
+
+  /** Settles a reservation: refunds what the actual cost leaves, forces what it exceeds. */
+  settleCost(
+    key: string,
+    estimate: Cost,
+    actual: KeyedCost,
+    receipts: readonly (number | undefined)[],
+  ): MaybePromise<KeyedResult> {
+    const real = this.#cost('settle', actual, 1)
+    const n = this.policies.length
+    const back = new Array<number>(n).fill(0)
+    const more = new Array<number>(n).fill(0)
+    for (let i = 0; i < n; i++) {
+      const diff = at(real, i) - at(estimate, i)
+      if (diff < 0) back[i] = -diff
+      else more[i] = diff
+    }
+    const refunded = back.some((b) => b > 0)
+      ? this.store.refund(key, this.policies, back, receipts)
+      : undefined
+    return then(refunded, () => {
+      const after = more.some((m) => m > 0)
+        ? this.store.force(key, this.policies, more)
+        : this.store.get(key, this.policies)
+      return then(
+        after,
+        (results) => new Answered({ allowed: results.every((r) => r.allowed), results }, key, real),
+      )
+    })
+  }
+
+  enter(key: string): MaybePromise<KeyedPermit | undefined> {
+    if (!this.#slots) {
+      throw new TypeError(
+        `${FACTORY}.enter: this limiter has no "max" (enter takes a bulkhead slot)`,
+      )
+    }
+    const stored = this.keyFor(key)
+    return then(this.store.take(stored, this.policies, 1), (taken) => {
+      const lease = taken.results[0]?.lease
+      return taken.allowed && lease !== undefined ? new Held(this, stored, lease) : undefined
+    })
+  }
+}
+
+function at(cost: Cost, index: number): number {
+  return typeof cost === 'number' ? cost : cost[index]!
+}
+
+/** Runs `next` on a value or on what a promise resolves to. */
+function then<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
+  if (isPromiseLike(value)) return Promise.resolve(value).then(next)
+  return next(value as T)
+}
+
+class TakenReceipt implements Receipt {
+  constructor(
+    readonly limiter: Keyed,
+    readonly key: string,
+    readonly cost: Cost,
+    readonly receipts: readonly (number | undefined)[],
+  ) {}
+}
+
+/** A store's answer as a keyed one: the overall fields from the policy that constrains most. */
+class Answered implements KeyedResult {
+  readonly allowed: boolean
+  readonly policy: string
+  readonly remaining: number
+  readonly resetMs: number
+  readonly retryAfterMs: number
+  readonly receipt: Receipt | undefined
+  readonly #results: readonly PolicyResult[]
+  #policies: readonly KeyedPolicyResult[] | undefined
+
+  /** With `limiter`, the answer of a take: it carries a receipt when admitted. */
+  constructor(taken: TakeResult, key: string, cost: Cost, limiter?: Keyed) {
+    const { allowed, results } = taken
+    const shown = results[primaryIndex(results, allowed)]!
+    this.allowed = allowed
+    this.policy = shown.policy.name
+    this.remaining = shown.remaining
+    this.resetMs = shown.resetMs
+    this.retryAfterMs = allowed ? 0 : longestWait(results)
+    this.receipt =
+      allowed && limiter !== undefined
+        ? new TakenReceipt(
+            limiter,
+            key,
+            cost,
+            results.map((r) => r.receipt),
+          )
+        : undefined
+    this.#results = results
+  }
+
+  get policies(): readonly KeyedPolicyResult[] {
+    this.#policies ??= this.#results.map((r) => ({
+      policy: r.policy.name,
+      allowed: r.allowed,
+      remaining: r.remaining,
+      resetMs: r.resetMs,
+      retryAfterMs: r.retryAfterMs,
+    }))
+    return this.#policies
+  }
+}
+
+function publish(key: string, cost: Cost, taken: TakeResult): void {
+  const { allowed, results } = taken
+  const shown = results[primaryIndex(results, allowed)]!
+  rateLimitChannel.publish({
+    key,
+    policy: shown.policy.name,
+    allowed,
+    enforced: true,
+    remaining: shown.remaining,
+    cost: typeof cost === 'number' ? cost : cost.reduce((sum, c) => sum + c, 0),
+    retryAfterMs: allowed ? 0 : longestWait(results),
+    policies: results.map((r) => ({
+      name: r.policy.name,
+      allowed: r.allowed,
+      remaining: r.remaining,
+    })),
+  })
+}
+
+/** A reservation: the take of an estimate, settled once or cancelled (after `ttl` at most). */
+class Reserved extends Answered implements Reservation {
+  readonly #limiter: Keyed
+  readonly #key: string
+  readonly #estimate: Cost
+  readonly #receipts: readonly (number | undefined)[]
+  #state: 'open' | 'settled' | 'cancelled'
+  #timer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(limiter: Keyed, taken: TakeResult, key: string, estimate: Cost, ttlMs: number) {
+    super(taken, key, estimate, limiter)
+    this.#limiter = limiter
+    this.#key = key
+    this.#estimate = estimate
+    this.#receipts = taken.results.map((r) => r.receipt)
+    this.#state = taken.allowed ? 'open' : 'cancelled'
+    if (taken.allowed) {
+      // Never settled (its holder failed): the estimate goes back after `ttl`.
+      this.#timer = setTimeout(() => void this.cancel(), ttlMs)
+      this.#timer.unref?.()
+    }
+  }
+
+  #close(method: string, next: 'settled' | 'cancelled'): void {
+    if (this.#state === 'open') {
+      this.#state = next
+      clearTimeout(this.#timer)
+      return
+    }
+    const why = this.allowed
+      ? `it was already ${this.#state}`
+      : 'it was refused: nothing was reserved'
+    throw new Error(
+      `${FACTORY}: Reservation.${method}() on a reservation of "${this.#key}" failed: ${why}`,
+    )
+  }
+
+  settle(actual: KeyedCost): MaybePromise<KeyedResult> {
+    this.#close('settle', 'settled')
+    return this.#limiter.settleCost(this.#key, this.#estimate, actual, this.#receipts)
+  }
+
+  cancel(): MaybePromise<void> {
+    if (this.#state === 'cancelled' && this.allowed) return
+    this.#close('cancel', 'cancelled')
+    return this.#limiter.store.refund(
+      this.#key,
+      this.#limiter.policies,
+      this.#estimate,
+      this.#receipts,
+    )
+  }
+}
+
+/** A bulkhead slot of a keyed limiter. */
+class Held implements KeyedPermit {
+  readonly key: string
+  #limiter: Keyed | undefined
+  readonly #lease: Lease
+
+  constructor(limiter: Keyed, key: string, lease: Lease) {
+    this.#limiter = limiter
+    this.key = key
+    this.#lease = lease
+  }
+
+  release(): MaybePromise<void> {
+    const limiter = this.#limiter
+    if (limiter === undefined) {
+      throw new Error(`${FACTORY}: the permit of "${this.key}" was already released`)
+    }
+    this.#limiter = undefined
+    return limiter.store.release(this.key, limiter.policies[0]!, this.#lease)
+  }
+
+  // After an explicit release this is a no-op, so `using` plus an early release is safe.
+  [Symbol.dispose](): void {
+    if (this.#limiter !== undefined) void this.release()
+  }
+}
