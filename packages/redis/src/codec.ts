@@ -23,7 +23,7 @@ export interface PolicyPlan {
   /** What follows the client key's tag in the name of this policy's key. */
   readonly suffix: string
   readonly concurrency: boolean
-  /** The policy's eleven arguments to the general script. */
+  /** The policy's twelve arguments to the general script. */
   readonly general: readonly string[]
   /** The one-policy script that takes for it, when there is one, and its arguments after time and cost. */
   readonly single: { readonly script: Script; readonly args: readonly string[] } | undefined
@@ -31,12 +31,13 @@ export interface PolicyPlan {
 
 /**
  * Encodes a policy for the scripts: the numbers the kernel derives from its spec (the
- * window in microseconds, τ in whole microseconds and ticks, a sliding window's slot
- * cap), worked out once. Refuses only a window under a microsecond, the kernels' unit.
+ * window in microseconds, τ in whole microseconds and ticks, the gcd of limit and window,
+ * a sliding window's slot cap), worked out once. Refuses only a window under a
+ * microsecond, the kernels' unit.
  *
  * @example
  * ```ts
- * planPolicy(policy, 60_000).general // ['f', '100', '60000000', '0', '0', '0', '0', '0', '60000', '0', '0']
+ * planPolicy(policy, 60_000).general // ['f', '100', '60000000', '0', '0', '0', '0', '0', '0', '60000', '0', '0']
  * ```
  */
 export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
@@ -47,7 +48,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
       policy,
       suffix,
       concurrency: true,
-      general: ['c', spec.max, leaseTtlMs, 0, 0, 0, 0, 0, 0, 0, 0].map(String),
+      general: ['c', spec.max, leaseTtlMs, 0, 0, 0, 0, 0, 0, 0, 0, 0].map(String),
       single: undefined,
     }
   }
@@ -77,7 +78,16 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
           Math.max(GRACE_MIN_MS, (GRACE_INTERVALS * window) / spec.limit / 1000),
         ),
       )
-      params = [spec.limit, window, capacity, PAIR[0]!, PAIR[1]!, grace, warmUp]
+      params = [
+        spec.limit,
+        window,
+        capacity,
+        PAIR[0]!,
+        PAIR[1]!,
+        grace,
+        warmUp,
+        gcd(spec.limit, window),
+      ]
       // Warm-up keeps the key's age and searches its waits: the general script.
       script = warmUp === 0 ? GCRA : undefined
       break
@@ -87,7 +97,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
         `redisStore: policy "${policy.name}" has an unknown algorithm ${JSON.stringify((spec as { algorithm: unknown }).algorithm)}`,
       )
   }
-  const padded = [...params, ...new Array<number>(7 - params.length).fill(0)]
+  const padded = [...params, ...new Array<number>(8 - params.length).fill(0)]
   return {
     policy,
     suffix,
@@ -103,9 +113,19 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
         ? undefined
         : {
             script,
-            args: [...(script === GCRA ? params.slice(0, 6) : params), policy.windowMs].map(String),
+            // The one-policy GCRA script has no warm-up: its arguments skip it.
+            args: [
+              ...(script === GCRA ? [...params.slice(0, 6), params[7]!] : params),
+              policy.windowMs,
+            ].map(String),
           },
   }
+}
+
+/** The greatest common divisor of two positive safe integers (as the GCRA kernel reduces by). */
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b]
+  return a
 }
 
 function windowMicros(policy: Policy): number {
@@ -164,22 +184,21 @@ function resultAt(
     }
   }
   const receipt = reply[at + 4] as number
-  const result = {
-    policy,
-    allowed,
-    limit: policy.limit,
-    remaining: available,
-    resetMs,
-    retryAfterMs,
+  const limit = policy.limit
+  // One literal per shape, each with exactly its fields (no spread on the hot path).
+  if (lease !== undefined) {
+    return { policy, allowed, limit, remaining: available, resetMs, retryAfterMs, lease }
   }
-  if (lease !== undefined) return { ...result, lease }
-  return receipt === -1 ? result : { ...result, receipt }
+  if (receipt === -1) return { policy, allowed, limit, remaining: available, resetMs, retryAfterMs }
+  return { policy, allowed, limit, remaining: available, resetMs, retryAfterMs, receipt }
 }
 
 /** EVALSHA's arguments for a one-policy take of `cost` on `key`. */
 export function singleArgs(plan: PolicyPlan, key: string, time: string, cost: number): string[] {
   const { script, args } = plan.single!
-  return ['EVALSHA', script.sha, '1', key, time, String(cost), ...args]
+  const all = ['EVALSHA', script.sha, '1', key, time, cost === 1 ? '1' : String(cost)]
+  for (let i = 0; i < args.length; i++) all.push(args[i]!)
+  return all
 }
 
 /** A one-policy script's reply as its result. */

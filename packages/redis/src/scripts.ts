@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: 'e3e7dc23dd99d9c471ad403c21a26b4a7bf7a64b',
+  sha: '74ef78b51774690055228eeeb337e2a8d79b7098',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -36,78 +36,147 @@ else
   NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
 local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+local v = redis.call('GET', key)
 
--- A number for a command or a reply without Lua's 14 significant digits: integers whole,
--- fractions as the shortest text that reads back as the same double.
-local function exactText(x)
-  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
-  return string.format('%.17g', x)
-end
--- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), as
--- @sluice/core's exact.ts does with BigInt: a product of two safe integers divided by a
--- third. Limits and windows may each be as large as 2^53, so permits x window can pass it
--- (10^10 tokens a day is 8.64e20 tick-microseconds). A product that fits is plain doubles,
--- the same operations as exact.ts, so both land on the same numbers.
-local MAX_SAFE = 9007199254740991
-
--- floor(a*b / d) and a*b mod d, exactly, for safe integers a, b >= 0 and d >= 1 whose
--- quotient is a safe integer.
-local function mulDivMod(a, b, d)
-  local product = a * b
-  if product <= MAX_SAFE then
-    local q = floor(product / d)
-    return q, product - q * d
-  end
-  -- Long multiplication in base 2 over the smaller factor, quotient and remainder kept
-  -- apart: each step doubles the partial product (and adds b for a set bit) modulo d, so
-  -- no intermediate passes d, and every one is an exact double.
-  if a > b then a, b = b, a end
-  -- No number past every other (exact.ts's BigInt refuses it too): it would never end.
-  if b == INF then error('sluice: an infinite operand of mulDivMod') end
-  local bq = floor(b / d)
-  local br = b - bq * d
-  local bit = 1
-  while bit * 2 <= a do bit = bit * 2 end
-  local q, r = 0, 0
-  while bit >= 1 do
-    q = q + q
-    if r >= d - r then
-      r = r - (d - r)
-      q = q + 1
-    else
-      r = r + r
-    end
-    if a >= bit then
-      a = a - bit
-      q = q + bq
-      if r >= d - br then
-        r = r - (d - br)
-        q = q + 1
-      else
-        r = r + br
+-- A take in the key's running window, or on a key with no state: inline, as
+-- lib/fixed-window.lua and lib/record.lua would decide and write it (making the port's
+-- functions is most of a script's cost). Anything else, below, through the port.
+do
+  local id = floor(NOW / window)
+  local left = (id + 1) * window - NOW
+  if v then
+    if #v == 24 then
+      local counted, count = sunpack('<dd', v, 9)
+      if counted == id then
+        if count + cost <= limit then
+          count = count + cost
+          -- The key already expires when its window ends: only the count changes.
+          redis.call('SETRANGE', key, '16', spack('<d', count))
+          return {1, limit - count, left, 0, id, 0}
+        end
+        local available = 0
+        if count < limit then available = limit - count end
+        local reset, retry = 0, left
+        if available < limit then reset = left end
+        if cost > limit then retry = -1 end
+        return {0, available, reset, retry, -1, 0}
       end
     end
-    bit = bit / 2
+  elseif cost <= limit then
+    if TESTING then
+      redis.call('SET', key, spack('<ddd', INF, id, cost))
+    else
+      local expiry = ceil((id + 1) * window / 1000)
+      redis.call('SET', key, spack('<ddd', expiry, id, cost), 'PXAT', string.format('%d', expiry))
+    end
+    return {1, limit - cost, left, 0, id, 0}
+  end
+end
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {f = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
+      else
+        r = r + r
+      end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
+    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  local q = floor((product + c) / d)
+  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + c
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
   end
   return q, r
 end
 
--- floor((a*b + c) / d) exactly, for safe integers a, b, c >= 0 and d >= 1.
-local function mulAddDiv(a, b, c, d)
-  local sum = a * b + c
-  if sum <= MAX_SAFE then return floor(sum / d) end
-  local q, r = mulDivMod(a, b, d)
-  local cq = floor(c / d)
-  local cr = c - cq * d
-  if r >= d - cr then return q + cq + 1 end
-  return q + cq
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  return mulAddDivMod(a, b, 0, d)
 end
 
--- ceil(a*b / d) exactly, for safe integers a, b >= 0 and d >= 1.
+-- ceil(a*b / d) exactly.
 local function mulDivCeil(a, b, d)
-  local q, r = mulDivMod(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
   if r > 0 then return q + 1 end
   return q
 end
@@ -120,6 +189,13 @@ end
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
 -- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
 
 -- Reads \`v\` (false: no key, a fresh state) into s.
 local function readRecord(s, v)
@@ -219,99 +295,101 @@ end
 --
 -- s: limit, window (us). State: id (the window counted in, -inf: none), count.
 local FIXED = {}
+if NEEDS.f then
 
-function FIXED.read(s, v, at)
-  if not v then
-    s.id, s.count = -INF, 0
-    return at
-  end
-  s.id, s.count = sunpack('<dd', v, at)
-  return at + 16
-end
-
-function FIXED.encode(s)
-  return spack('<dd', s.id, s.count)
-end
-
--- Permits counted in the window of now.
-local function counted(s)
-  if s.id == floor(NOW / s.window) then return s.count end
-  return 0
-end
-
--- Us until the window of now ends.
-local function left(s)
-  return (floor(NOW / s.window) + 1) * s.window - NOW
-end
-
-function FIXED.available(s)
-  local n = counted(s)
-  if n < s.limit then return s.limit - n end
-  return 0
-end
-
-function FIXED.wait(s, cost)
-  if cost > s.limit then return -1 end
-  if counted(s) + cost <= s.limit then return 0 end
-  return left(s)
-end
-
-function FIXED.fits(s, cost)
-  return FIXED.wait(s, cost) == 0
-end
-
-function FIXED.take(s, cost)
-  local n = counted(s)
-  if n + cost > s.limit then return false end
-  s.id, s.count = floor(NOW / s.window), n + cost
-  return true
-end
-
-function FIXED.force(s, cost)
-  s.id, s.count = floor(NOW / s.window), counted(s) + cost
-end
-
--- Permits of an earlier window stopped counting when it ended.
-function FIXED.refund(s, cost, receipt)
-  local n = counted(s)
-  if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
-  if n > cost then s.count = n - cost else s.count = 0 end
-end
-
-function FIXED.receipt(s)
-  return s.id
-end
-
-function FIXED.fresh(s)
-  return counted(s) == 0
-end
-
-function FIXED.freshUntil(s)
-  return (s.id + 1) * s.window / 1000
-end
-
-function FIXED.report(s, cost, allowed)
-  local n = counted(s)
-  local available = 0
-  if n < s.limit then available = s.limit - n end
-  local reset = 0
-  if available < s.limit then reset = left(s) end
-  local retry = 0
-  if not allowed then
-    if cost > s.limit then
-      retry = -1
-    elseif n + cost > s.limit then
-      retry = left(s)
+  function FIXED.read(s, v, at)
+    if not v then
+      s.id, s.count = -INF, 0
+      return at
     end
+    s.id, s.count = sunpack('<dd', v, at)
+    return at + 16
   end
-  return available, reset, retry
+
+  function FIXED.encode(s)
+    return spack('<dd', s.id, s.count)
+  end
+
+  -- Permits counted in the window of now.
+  local function counted(s)
+    if s.id == floor(NOW / s.window) then return s.count end
+    return 0
+  end
+
+  -- Us until the window of now ends.
+  local function left(s)
+    return (floor(NOW / s.window) + 1) * s.window - NOW
+  end
+
+  function FIXED.available(s)
+    local n = counted(s)
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function FIXED.wait(s, cost)
+    if cost > s.limit then return -1 end
+    if counted(s) + cost <= s.limit then return 0 end
+    return left(s)
+  end
+
+  function FIXED.fits(s, cost)
+    return FIXED.wait(s, cost) == 0
+  end
+
+  function FIXED.take(s, cost)
+    local n = counted(s)
+    if n + cost > s.limit then return false end
+    s.id, s.count = floor(NOW / s.window), n + cost
+    return true
+  end
+
+  function FIXED.force(s, cost)
+    s.id, s.count = floor(NOW / s.window), counted(s) + cost
+  end
+
+  -- Permits of an earlier window stopped counting when it ended.
+  function FIXED.refund(s, cost, receipt)
+    local n = counted(s)
+    if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
+    if n > cost then s.count = n - cost else s.count = 0 end
+  end
+
+  function FIXED.receipt(s)
+    return s.id
+  end
+
+  function FIXED.fresh(s)
+    return counted(s) == 0
+  end
+
+  function FIXED.freshUntil(s)
+    return (s.id + 1) * s.window / 1000
+  end
+
+  function FIXED.report(s, cost, allowed)
+    local n = counted(s)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = left(s) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then
+        retry = -1
+      elseif n + cost > s.limit then
+        retry = left(s)
+      end
+    end
+    return available, reset, retry
+  end
 end
-local s = {key = KEYS[1], alg = FIXED, limit = ARGV[3] + 0, window = ARGV[4] + 0,
-  windowMs = ARGV[5] + 0, grace = 0}
--- The body of a one-policy take (s: the policy, as the script made it): one GET, and
--- one SET when admitted. A key blocked (by the store's block) is refused with its block.
-local cost = ARGV[2] + 0
-readRecord(s, redis.call('GET', s.key))
+local s = {key = key, alg = FIXED, limit = limit, window = window, windowMs = ARGV[5] + 0,
+  grace = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
@@ -328,13 +406,13 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: 'f7576794b559ca399f0b71a3f088ae9b96e00ebe',
+  sha: '296031a4f3dc8daafe4fab08c66c1fd1b95a3d08',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
 -- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
---          ticks), grace (ms a key is kept past full), window (ms)
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
@@ -354,78 +432,204 @@ else
   NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
 local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
+local v = redis.call('GET', key)
 
--- A number for a command or a reply without Lua's 14 significant digits: integers whole,
--- fractions as the shortest text that reads back as the same double.
-local function exactText(x)
-  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
-  return string.format('%.17g', x)
-end
--- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), as
--- @sluice/core's exact.ts does with BigInt: a product of two safe integers divided by a
--- third. Limits and windows may each be as large as 2^53, so permits x window can pass it
--- (10^10 tokens a day is 8.64e20 tick-microseconds). A product that fits is plain doubles,
--- the same operations as exact.ts, so both land on the same numbers.
-local MAX_SAFE = 9007199254740991
-
--- floor(a*b / d) and a*b mod d, exactly, for safe integers a, b >= 0 and d >= 1 whose
--- quotient is a safe integer.
-local function mulDivMod(a, b, d)
-  local product = a * b
-  if product <= MAX_SAFE then
-    local q = floor(product / d)
-    return q, product - q * d
+-- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
+-- is most of a script's cost). Anything else, below, through the port.
+do
+  local expiry, at, frac = 0, -INF, 0
+  if v then
+    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
   end
-  -- Long multiplication in base 2 over the smaller factor, quotient and remainder kept
-  -- apart: each step doubles the partial product (and adds b for a set bit) modulo d, so
-  -- no intermediate passes d, and every one is an exact double.
-  if a > b then a, b = b, a end
-  -- No number past every other (exact.ts's BigInt refuses it too): it would never end.
-  if b == INF then error('sluice: an infinite operand of mulDivMod') end
-  local bq = floor(b / d)
-  local br = b - bq * d
-  local bit = 1
-  while bit * 2 <= a do bit = bit * 2 end
-  local q, r = 0, 0
-  while bit >= 1 do
-    q = q + q
-    if r >= d - r then
-      r = r - (d - r)
-      q = q + 1
-    else
-      r = r + r
+  local l, w = limit / gcd, window / gcd
+  local product = cost * w
+  if at ~= nil and cost <= capacity and product <= MAX_SAFE then
+    -- max(tat, now) + cost x T, as whole us and ticks.
+    local q = floor(product / l)
+    local r = (product - q * l) * gcd
+    local a, f = at, frac
+    if a < NOW then
+      a = NOW
+      f = 0
     end
-    if a >= bit then
-      a = a - bit
-      q = q + bq
-      if r >= d - br then
-        r = r - (d - br)
-        q = q + 1
-      else
-        r = r + br
+    a = a + q
+    f = f + r
+    if f >= limit then
+      f = f - limit
+      a = a + 1
+    end
+    local ahead = a - NOW
+    if ahead < tauUs or (ahead == tauUs and f <= tauTicks) then
+      -- The slack left, tau - (tat - now): available x T + rem ticks.
+      local us, ticks = tauUs - ahead, tauTicks - f
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      local whole = floor(ticks / gcd)
+      local slack = us * l
+      if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+        local available = floor((slack + whole) / w)
+        local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+        local reset = 0
+        if available < capacity then reset = ceil((window - rem) / limit) end
+        local receipt = a
+        if f > 0 then receipt = a + 1 end
+        local needed = ceil(receipt / 1000)
+        if v and needed <= expiry then
+          -- Its expiry still covers it: only tat changes.
+          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+        elseif TESTING then
+          redis.call('SET', key, spack('<ddd', INF, a, f))
+        else
+          expiry = needed + ARGV[8]
+          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+        end
+        return {1, available, reset, 0, receipt, 0}
+      end
+    elseif at >= NOW then
+      -- Refused (a key that is not in debt admits any cost up to its capacity): the wait
+      -- is tat + cost x T - tau - now, rounded up to whole us.
+      local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      elseif ticks >= limit then
+        ticks = ticks - limit
+        us = us + 1
+      end
+      local retry = 0
+      if us >= 0 then
+        retry = us
+        if ticks > 0 then retry = us + 1 end
+      end
+      -- What is left: the slack tau - (tat - now), negative in debt beyond tau.
+      us, ticks = tauUs - (at - NOW), tauTicks - frac
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      if us >= 0 then
+        local whole = floor(ticks / gcd)
+        local slack = us * l
+        if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+          local available = floor((slack + whole) / w)
+          local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+          local reset = 0
+          if available < capacity then reset = ceil((window - rem) / limit) end
+          return {0, available, reset, retry, -1, 0}
+        end
       end
     end
-    bit = bit / 2
+  end
+end
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {g = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
+      else
+        r = r + r
+      end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
+    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  local q = floor((product + c) / d)
+  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + c
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
   end
   return q, r
 end
 
--- floor((a*b + c) / d) exactly, for safe integers a, b, c >= 0 and d >= 1.
-local function mulAddDiv(a, b, c, d)
-  local sum = a * b + c
-  if sum <= MAX_SAFE then return floor(sum / d) end
-  local q, r = mulDivMod(a, b, d)
-  local cq = floor(c / d)
-  local cr = c - cq * d
-  if r >= d - cr then return q + cq + 1 end
-  return q + cq
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  return mulAddDivMod(a, b, 0, d)
 end
 
--- ceil(a*b / d) exactly, for safe integers a, b >= 0 and d >= 1.
+-- ceil(a*b / d) exactly.
 local function mulDivCeil(a, b, d)
-  local q, r = mulDivMod(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
   if r > 0 then return q + 1 end
   return q
 end
@@ -438,6 +642,13 @@ end
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
 -- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
 
 -- Reads \`v\` (false: no key, a fresh state) into s.
 local function readRecord(s, v)
@@ -545,302 +756,336 @@ end
 -- and tau is at least one current interval.
 --
 -- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
--- 0: none). State: at, frac, created. In the value: at, frac, then created for warm-up.
+-- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
+-- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
+-- created. In the value: at, frac, then created for warm-up.
+--
+-- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
+-- warm-up): making functions is much of what a script costs per call.
 local GCRA = {}
-
-function GCRA.read(s, v, at)
-  s.at, s.frac, s.created = -INF, 0, -INF
-  if s.warmUp > 0 then
-    local tau = s.capacity * s.window
-    s.tauInTicks = tau <= MAX_SAFE and tau or INF
-  end
-  if not v then return at end
-  s.at, s.frac = sunpack('<dd', v, at)
-  if s.warmUp == 0 then return at + 16 end
-  s.created = sunpack('<d', v, at + 16)
-  return at + 24
-end
-
-function GCRA.encode(s)
-  if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
-  return spack('<ddd', s.at, s.frac, s.created)
-end
-
--- The interval at age \`age\` (us), in ticks.
-local function interval(s, age)
-  if age >= s.warmUp then return s.window end
-  if age < 0 then age = 0 end
-  return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
-end
-
--- The cost of \`cost\` permits now, as whole us and ticks.
-local function costOf(s, cost)
-  if s.warmUp == 0 then return mulDivMod(cost, s.window, s.limit) end
-  return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
-end
-
--- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
-local function tolerance(s, iv)
-  if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
-  return s.tauUs, s.tauTicks
-end
-
--- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
--- with T and tau constant from now on.
-local function steadyWait(s, at, frac, cost)
-  if at < NOW then
-    at = NOW
-    frac = 0
-  end
-  local q, r = mulDivMod(cost, s.window, s.limit)
-  local us = at + q - NOW - s.tauUs
-  local ticks = frac + r - s.tauTicks
-  if ticks < 0 then
-    ticks = ticks + s.limit
-    us = us - 1
-  elseif ticks >= s.limit then
-    ticks = ticks - s.limit
-    us = us + 1
-  end
-  if us < 0 then return 0 end
-  if ticks > 0 then return us + 1 end
-  return us
-end
-
--- floor((tau - debt) / T), 0 in debt.
-local function steadyAvailable(s)
-  local at = s.at
-  if at < NOW then return s.capacity end
-  local us = s.tauUs - (at - NOW)
-  local ticks = s.tauTicks - s.frac
-  if ticks < 0 then
-    ticks = ticks + s.limit
-    us = us - 1
-  end
-  if us < 0 then return 0 end
-  return mulAddDiv(us, s.limit, ticks, s.window)
-end
-
--- Whether cost permits fit at t (us) on the state (at, frac) while warming.
-local function warmFits(s, at, frac, t, cost)
-  if at < t then
-    at = t
-    frac = 0
-  end
-  local iv = interval(s, t - s.created)
-  local q, r = mulDivMod(cost, iv, s.limit)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  local tu, tt = tolerance(s, iv)
-  local ahead = at - t
-  return ahead < tu or (ahead == tu and frac <= tt)
-end
-
-local function warming(s)
-  return s.warmUp > 0 and NOW - s.created < s.warmUp
-end
-
--- The us until cost fits, in floating point with the interval taken as exactly linear in
--- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
--- with kinks where the debt is paid, where the interval falls to capacity x T and where
--- warm-up ends. Walk the pieces and solve the first that reaches zero.
-local function estimate(s, at, frac, age, cost)
-  local ticks, window, warmUp = s.limit, s.window, s.warmUp
-  local tau = s.capacity * window
-  local debt = 0
-  if not (at < NOW) then debt = (at - NOW) * ticks + frac end
-  local function excess(dt)
-    local a = age + dt
-    local iv = window
-    if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
-    local owed = debt - dt * ticks
-    if owed < 0 then owed = 0 end
-    local most = tau
-    if iv > most then most = iv end
-    return owed + cost * iv - most
-  end
-  local kinks = {debt / ticks, warmUp - age}
-  if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
-  table.sort(kinks)
-  local from, before = 0, excess(0)
-  for _, to in ipairs(kinks) do
-    if to > from then
-      local after = excess(to)
-      if after <= 0 then return from + (before * (to - from)) / (before - after) end
-      from, before = to, after
+if NEEDS.g then
+  -- Warm-up's own, made for NEEDS.w.
+  local interval, tolerance, warmFits, estimate
+  if NEEDS.w then
+    -- The interval at age \`age\` (us), in ticks.
+    interval = function(s, age)
+      if age >= s.warmUp then return s.window end
+      if age < 0 then age = 0 end
+      return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
+    end
+    -- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
+    tolerance = function(s, iv)
+      if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
+      return s.tauUs, s.tauTicks
+    end
+    -- Whether cost permits fit at t (us) on the state (at, frac) while warming.
+    warmFits = function(s, at, frac, t, cost)
+      if at < t then
+        at = t
+        frac = 0
+      end
+      local iv = interval(s, t - s.created)
+      local q, r = mulDivMod(cost, iv, s.limit)
+      at = at + q
+      frac = frac + r
+      if frac >= s.limit then
+        frac = frac - s.limit
+        at = at + 1
+      end
+      local tu, tt = tolerance(s, iv)
+      local ahead = at - t
+      return ahead < tu or (ahead == tu and frac <= tt)
+    end
+    -- The us until cost fits, in floating point with the interval taken as exactly linear in
+    -- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
+    -- with kinks where the debt is paid, where the interval falls to capacity x T and where
+    -- warm-up ends. Walk the pieces and solve the first that reaches zero.
+    estimate = function(s, at, frac, age, cost)
+      local ticks, window, warmUp = s.limit, s.window, s.warmUp
+      local tau = s.capacity * window
+      local debt = 0
+      if not (at < NOW) then debt = (at - NOW) * ticks + frac end
+      local function excess(dt)
+        local a = age + dt
+        local iv = window
+        if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
+        local owed = debt - dt * ticks
+        if owed < 0 then owed = 0 end
+        local most = tau
+        if iv > most then most = iv end
+        return owed + cost * iv - most
+      end
+      local kinks = {debt / ticks, warmUp - age}
+      if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
+      table.sort(kinks)
+      local from, before = 0, excess(0)
+      for _, to in ipairs(kinks) do
+        if to > from then
+          local after = excess(to)
+          if after <= 0 then return from + (before * (to - from)) / (before - after) end
+          from, before = to, after
+        end
+      end
+      return from
     end
   end
-  return from
-end
 
--- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
--- ever turns from no to yes as time passes, so the answer is found from the estimate,
--- then checked and corrected exactly (doubling up to 64 times, then bisecting).
-local function waitUs(s, cost)
-  if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
-  local at, frac, t = s.at, s.frac, NOW
-  if warmFits(s, at, frac, t, cost) then return 0 end
-  local guess = ceil(estimate(s, at, frac, t - s.created, cost))
-  if guess < 1 then guess = 1 end
-  local lo, hi
-  if warmFits(s, at, frac, t + guess, cost) then
-    if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
-    lo, hi = 0, guess - 1
-  else
-    local step = 1
-    for _ = 1, 64 do
-      if warmFits(s, at, frac, t + guess + step, cost) then break end
-      step = step * 2
+  function GCRA.read(s, v, at)
+    s.at, s.frac, s.created = -INF, 0, -INF
+    s.l, s.w = s.limit / s.gcd, s.window / s.gcd
+    if s.warmUp > 0 then
+      local tau = s.capacity * s.window
+      s.tauInTicks = tau <= MAX_SAFE and tau or INF
     end
-    lo, hi = guess + floor(step / 2), guess + step
+    if not v then return at end
+    s.at, s.frac = sunpack('<dd', v, at)
+    if s.warmUp == 0 then return at + 16 end
+    s.created = sunpack('<d', v, at + 16)
+    return at + 24
   end
-  -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
-  -- further apart than 1: stop when no number lies between them.
-  while hi - lo > 1 do
-    local mid = lo + floor((hi - lo) / 2)
-    if mid == lo or mid == hi then break end
-    if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
-  end
-  return hi
-end
 
-function GCRA.available(s)
-  if not warming(s) then return steadyAvailable(s) end
-  local iv = interval(s, NOW - s.created)
-  if iv == s.window then return steadyAvailable(s) end
-  local us, ticks = tolerance(s, iv)
-  if s.at >= NOW then
-    us = us - (s.at - NOW)
-    ticks = ticks - s.frac
+  function GCRA.encode(s)
+    if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
+    return spack('<ddd', s.at, s.frac, s.created)
+  end
+
+  -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
+  local function divide(s, cost)
+    local q, r = mulDivMod(cost, s.w, s.l)
+    return q, r * s.gcd
+  end
+
+  -- The cost of \`cost\` permits now, as whole us and ticks.
+  local function costOf(s, cost)
+    if s.warmUp == 0 then return divide(s, cost) end
+    return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
+  end
+
+  -- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
+  -- with T and tau constant from now on.
+  local function steadyWait(s, at, frac, cost)
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = divide(s, cost)
+    local us = at + q - NOW - s.tauUs
+    local ticks = frac + r - s.tauTicks
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    elseif ticks >= s.limit then
+      ticks = ticks - s.limit
+      us = us + 1
+    end
+    if us < 0 then return 0 end
+    if ticks > 0 then return us + 1 end
+    return us
+  end
+
+  -- floor((tau - debt) / T), 0 in debt; and the slack's remainder in ticks (-1 in debt
+  -- beyond tau, nil when full).
+  local function steadyAvailable(s)
+    local at = s.at
+    if at < NOW then return s.capacity end
+    local us = s.tauUs - (at - NOW)
+    local ticks = s.tauTicks - s.frac
     if ticks < 0 then
       ticks = ticks + s.limit
       us = us - 1
     end
-    if us < 0 then return 0 end
+    if us < 0 then return 0, -1 end
+    -- floor((us x limit + ticks) / window), reduced by the gcd: with ticks = q x gcd + r
+    -- (r < gcd), the r ticks never reach a whole permit on their own.
+    local g = s.gcd
+    local whole = floor(ticks / g)
+    local q, r = mulAddDivMod(us, s.l, whole, s.w)
+    return q, r * g + (ticks - whole * g)
   end
-  local free = mulAddDiv(us, s.limit, ticks, iv)
-  if free > s.capacity then return s.capacity end
-  return free
-end
 
--- Whole us until cost would pass (-1: never).
-function GCRA.wait(s, cost)
-  if cost > s.capacity then return -1 end
-  return waitUs(s, cost)
-end
+  local function warming(s)
+    return s.warmUp > 0 and NOW - s.created < s.warmUp
+  end
 
-function GCRA.fits(s, cost)
-  return cost <= s.capacity and waitUs(s, cost) == 0
-end
+  -- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
+  -- ever turns from no to yes as time passes, so the answer is found from the estimate,
+  -- then checked and corrected exactly (doubling up to 64 times, then bisecting).
+  local function waitUs(s, cost)
+    if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
+    local at, frac, t = s.at, s.frac, NOW
+    if warmFits(s, at, frac, t, cost) then return 0 end
+    local guess = ceil(estimate(s, at, frac, t - s.created, cost))
+    if guess < 1 then guess = 1 end
+    local lo, hi
+    if warmFits(s, at, frac, t + guess, cost) then
+      if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
+      lo, hi = 0, guess - 1
+    else
+      local step = 1
+      for _ = 1, 64 do
+        if warmFits(s, at, frac, t + guess + step, cost) then break end
+        step = step * 2
+      end
+      lo, hi = guess + floor(step / 2), guess + step
+    end
+    -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
+    -- further apart than 1: stop when no number lies between them.
+    while hi - lo > 1 do
+      local mid = lo + floor((hi - lo) / 2)
+      if mid == lo or mid == hi then break end
+      if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
+    end
+    return hi
+  end
 
--- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
-function GCRA.force(s, cost)
-  local at, frac = s.at, s.frac
-  if at < NOW then
-    at = NOW
-    frac = 0
+  function GCRA.available(s)
+    if not warming(s) then return (steadyAvailable(s)) end
+    local iv = interval(s, NOW - s.created)
+    if iv == s.window then return (steadyAvailable(s)) end
+    local us, ticks = tolerance(s, iv)
+    if s.at >= NOW then
+      us = us - (s.at - NOW)
+      ticks = ticks - s.frac
+      if ticks < 0 then
+        ticks = ticks + s.limit
+        us = us - 1
+      end
+      if us < 0 then return 0 end
+    end
+    local free = (mulAddDivMod(us, s.limit, ticks, iv))
+    if free > s.capacity then return s.capacity end
+    return free
   end
-  local q, r = costOf(s, cost)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  s.at, s.frac = at, frac
-end
 
-function GCRA.take(s, cost)
-  if cost > s.capacity then return false end
-  if warming(s) then
-    if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
-    GCRA.force(s, cost)
-    return true
+  -- Whole us until cost would pass (-1: never).
+  function GCRA.wait(s, cost)
+    if cost > s.capacity then return -1 end
+    return waitUs(s, cost)
   end
-  local at, frac = s.at, s.frac
-  if at < NOW then
-    at = NOW
-    frac = 0
+
+  function GCRA.fits(s, cost)
+    return cost <= s.capacity and waitUs(s, cost) == 0
   end
-  local q, r = costOf(s, cost)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  local ahead = at - NOW
-  if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
     s.at, s.frac = at, frac
-    return true
   end
-  return false
-end
 
--- Gives back cost permits, never beyond full. The receipt is tat just after the take:
--- the bucket drains its debt oldest first, so of the permits taken then, only the part
--- of their debt not yet drained (receipt - now) still counts.
-function GCRA.refund(s, cost, receipt)
-  if s.at < NOW then return end
-  local us, ticks = costOf(s, cost)
-  if receipt ~= nil then
-    local owed = receipt - NOW
-    if owed <= 0 then return end
-    if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+  function GCRA.take(s, cost)
+    if cost > s.capacity then return false end
+    if warming(s) then
+      if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
+      GCRA.force(s, cost)
+      return true
+    end
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
+    local ahead = at - NOW
+    if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+      s.at, s.frac = at, frac
+      return true
+    end
+    return false
   end
-  local at, frac = s.at - us, s.frac - ticks
-  if frac < 0 then
-    frac = frac + s.limit
-    at = at - 1
+
+  -- Gives back cost permits, never beyond full. The receipt is tat just after the take:
+  -- the bucket drains its debt oldest first, so of the permits taken then, only the part
+  -- of their debt not yet drained (receipt - now) still counts.
+  function GCRA.refund(s, cost, receipt)
+    if s.at < NOW then return end
+    local us, ticks = costOf(s, cost)
+    if receipt ~= nil then
+      local owed = receipt - NOW
+      if owed <= 0 then return end
+      if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+    end
+    local at, frac = s.at - us, s.frac - ticks
+    if frac < 0 then
+      frac = frac + s.limit
+      at = at - 1
+    end
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    s.at, s.frac = at, frac
   end
-  if at < NOW then
-    at = NOW
-    frac = 0
+
+  -- tat rounded up to a whole us.
+  function GCRA.receipt(s)
+    if s.frac > 0 then return s.at + 1 end
+    return s.at
   end
-  s.at, s.frac = at, frac
-end
 
--- tat rounded up to a whole us.
-function GCRA.receipt(s)
-  if s.frac > 0 then return s.at + 1 end
-  return s.at
-end
+  -- A warm-up key's state is its age: never fresh.
+  function GCRA.fresh(s)
+    return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
+  end
 
--- A warm-up key's state is its age: never fresh.
-function GCRA.fresh(s)
-  return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
-end
+  -- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
+  -- and then for one more warm-up period of idleness (a key made again starts cold).
+  function GCRA.freshUntil(s)
+    local stop = GCRA.receipt(s)
+    if s.warmUp == 0 then return stop / 1000 end
+    if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
+    return (stop + s.warmUp) / 1000
+  end
 
--- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
--- and then for one more warm-up period of idleness (a key made again starts cold).
-function GCRA.freshUntil(s)
-  local stop = GCRA.receipt(s)
-  if s.warmUp == 0 then return stop / 1000 end
-  if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
-  return (stop + s.warmUp) / 1000
+  -- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
+  -- never), as the kernel's report.
+  function GCRA.report(s, cost, allowed)
+    local available, rem
+    if s.warmUp == 0 then
+      available, rem = steadyAvailable(s)
+    else
+      available = GCRA.available(s)
+    end
+    local reset = 0
+    if available < s.capacity then
+      if rem ~= nil and rem >= 0 then
+        -- With the slack tau - debt = available x T + rem ticks, the next permit needs
+        -- T - rem more ticks of drain, rounded up to whole us.
+        reset = ceil((s.window - rem) / s.limit)
+      else
+        -- In debt beyond tau, or warm-up (its interval moves too): the search.
+        reset = waitUs(s, available + 1)
+      end
+    end
+    local retry = 0
+    if not allowed then retry = GCRA.wait(s, cost) end
+    return available, reset, retry
+  end
 end
-
--- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
--- never), as the kernel's report.
-function GCRA.report(s, cost, allowed)
-  local available = GCRA.available(s)
-  local reset = 0
-  if available < s.capacity then reset = waitUs(s, available + 1) end
-  local retry = 0
-  if not allowed then retry = GCRA.wait(s, cost) end
-  return available, reset, retry
-end
-local s = {key = KEYS[1], alg = GCRA, limit = ARGV[3] + 0, window = ARGV[4] + 0,
-  capacity = ARGV[5] + 0, tauUs = ARGV[6] + 0, tauTicks = ARGV[7] + 0, grace = ARGV[8] + 0,
-  windowMs = ARGV[9] + 0, warmUp = 0}
--- The body of a one-policy take (s: the policy, as the script made it): one GET, and
--- one SET when admitted. A key blocked (by the store's block) is refused with its block.
-local cost = ARGV[2] + 0
-readRecord(s, redis.call('GET', s.key))
+local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
+  tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
+  warmUp = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
@@ -857,7 +1102,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: 'd845756c100b7ec532824c2663b982e08b96ea13',
+  sha: '33bbd4e1bcef572a15f36f049fb8a513eb1c9517',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -868,11 +1113,11 @@ export const GENERAL: Script = {
 -- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
--- ARGV[5]  number of policies n, then eleven per policy: kind, then
---            f  fixed window    limit, window us, -, -, -, -, -
---            s  sliding window  limit, window us, slots, slot cap, -, -, -
+-- ARGV[5]  number of policies n, then twelve per policy: kind, then
+--            f  fixed window    limit, window us, -, -, -, -, -, -
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
 --            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
---                               warm-up us (0: none)
+--                               warm-up us (0: none), gcd of limit and window
 --            c  concurrency     max, lease ttl ms
 --          and for the time-based kinds: window ms, penalty ms (0: none), refusals
 --          before it; then n costs; then, for a refund, n receipts ('' : none), for a
@@ -896,78 +1141,113 @@ else
   NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
 local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
-
--- A number for a command or a reply without Lua's 14 significant digits: integers whole,
--- fractions as the shortest text that reads back as the same double.
-local function exactText(x)
-  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
-  return string.format('%.17g', x)
+-- The algorithms the call's policies need: only their functions are made (lib/gcra.lua).
+local NEEDS = {}
+for i = 1, ARGV[5] do
+  local a = 5 + 12 * (i - 1)
+  NEEDS[ARGV[a + 1]] = true
+  if ARGV[a + 1] == 'g' and ARGV[a + 8] ~= '0' then NEEDS.w = true end
 end
--- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), as
--- @sluice/core's exact.ts does with BigInt: a product of two safe integers divided by a
--- third. Limits and windows may each be as large as 2^53, so permits x window can pass it
--- (10^10 tokens a day is 8.64e20 tick-microseconds). A product that fits is plain doubles,
--- the same operations as exact.ts, so both land on the same numbers.
-local MAX_SAFE = 9007199254740991
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
 
--- floor(a*b / d) and a*b mod d, exactly, for safe integers a, b >= 0 and d >= 1 whose
--- quotient is a safe integer.
-local function mulDivMod(a, b, d)
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
   local product = a * b
-  if product <= MAX_SAFE then
-    local q = floor(product / d)
-    return q, product - q * d
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
   end
-  -- Long multiplication in base 2 over the smaller factor, quotient and remainder kept
-  -- apart: each step doubles the partial product (and adds b for a set bit) modulo d, so
-  -- no intermediate passes d, and every one is an exact double.
-  if a > b then a, b = b, a end
-  -- No number past every other (exact.ts's BigInt refuses it too): it would never end.
-  if b == INF then error('sluice: an infinite operand of mulDivMod') end
-  local bq = floor(b / d)
-  local br = b - bq * d
-  local bit = 1
-  while bit * 2 <= a do bit = bit * 2 end
-  local q, r = 0, 0
-  while bit >= 1 do
-    q = q + q
-    if r >= d - r then
-      r = r - (d - r)
-      q = q + 1
-    else
-      r = r + r
-    end
-    if a >= bit then
-      a = a - bit
-      q = q + bq
-      if r >= d - br then
-        r = r - (d - br)
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
         q = q + 1
       else
-        r = r + br
+        r = r + r
       end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
     end
-    bit = bit / 2
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  local q = floor((product + c) / d)
+  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + c
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
   end
   return q, r
 end
 
--- floor((a*b + c) / d) exactly, for safe integers a, b, c >= 0 and d >= 1.
-local function mulAddDiv(a, b, c, d)
-  local sum = a * b + c
-  if sum <= MAX_SAFE then return floor(sum / d) end
-  local q, r = mulDivMod(a, b, d)
-  local cq = floor(c / d)
-  local cr = c - cq * d
-  if r >= d - cr then return q + cq + 1 end
-  return q + cq
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  return mulAddDivMod(a, b, 0, d)
 end
 
--- ceil(a*b / d) exactly, for safe integers a, b >= 0 and d >= 1.
+-- ceil(a*b / d) exactly.
 local function mulDivCeil(a, b, d)
-  local q, r = mulDivMod(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
   if r > 0 then return q + 1 end
   return q
 end
@@ -980,6 +1260,13 @@ end
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
 -- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
 
 -- Reads \`v\` (false: no key, a fresh state) into s.
 local function readRecord(s, v)
@@ -1087,294 +1374,328 @@ end
 -- and tau is at least one current interval.
 --
 -- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
--- 0: none). State: at, frac, created. In the value: at, frac, then created for warm-up.
+-- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
+-- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
+-- created. In the value: at, frac, then created for warm-up.
+--
+-- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
+-- warm-up): making functions is much of what a script costs per call.
 local GCRA = {}
-
-function GCRA.read(s, v, at)
-  s.at, s.frac, s.created = -INF, 0, -INF
-  if s.warmUp > 0 then
-    local tau = s.capacity * s.window
-    s.tauInTicks = tau <= MAX_SAFE and tau or INF
-  end
-  if not v then return at end
-  s.at, s.frac = sunpack('<dd', v, at)
-  if s.warmUp == 0 then return at + 16 end
-  s.created = sunpack('<d', v, at + 16)
-  return at + 24
-end
-
-function GCRA.encode(s)
-  if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
-  return spack('<ddd', s.at, s.frac, s.created)
-end
-
--- The interval at age \`age\` (us), in ticks.
-local function interval(s, age)
-  if age >= s.warmUp then return s.window end
-  if age < 0 then age = 0 end
-  return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
-end
-
--- The cost of \`cost\` permits now, as whole us and ticks.
-local function costOf(s, cost)
-  if s.warmUp == 0 then return mulDivMod(cost, s.window, s.limit) end
-  return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
-end
-
--- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
-local function tolerance(s, iv)
-  if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
-  return s.tauUs, s.tauTicks
-end
-
--- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
--- with T and tau constant from now on.
-local function steadyWait(s, at, frac, cost)
-  if at < NOW then
-    at = NOW
-    frac = 0
-  end
-  local q, r = mulDivMod(cost, s.window, s.limit)
-  local us = at + q - NOW - s.tauUs
-  local ticks = frac + r - s.tauTicks
-  if ticks < 0 then
-    ticks = ticks + s.limit
-    us = us - 1
-  elseif ticks >= s.limit then
-    ticks = ticks - s.limit
-    us = us + 1
-  end
-  if us < 0 then return 0 end
-  if ticks > 0 then return us + 1 end
-  return us
-end
-
--- floor((tau - debt) / T), 0 in debt.
-local function steadyAvailable(s)
-  local at = s.at
-  if at < NOW then return s.capacity end
-  local us = s.tauUs - (at - NOW)
-  local ticks = s.tauTicks - s.frac
-  if ticks < 0 then
-    ticks = ticks + s.limit
-    us = us - 1
-  end
-  if us < 0 then return 0 end
-  return mulAddDiv(us, s.limit, ticks, s.window)
-end
-
--- Whether cost permits fit at t (us) on the state (at, frac) while warming.
-local function warmFits(s, at, frac, t, cost)
-  if at < t then
-    at = t
-    frac = 0
-  end
-  local iv = interval(s, t - s.created)
-  local q, r = mulDivMod(cost, iv, s.limit)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  local tu, tt = tolerance(s, iv)
-  local ahead = at - t
-  return ahead < tu or (ahead == tu and frac <= tt)
-end
-
-local function warming(s)
-  return s.warmUp > 0 and NOW - s.created < s.warmUp
-end
-
--- The us until cost fits, in floating point with the interval taken as exactly linear in
--- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
--- with kinks where the debt is paid, where the interval falls to capacity x T and where
--- warm-up ends. Walk the pieces and solve the first that reaches zero.
-local function estimate(s, at, frac, age, cost)
-  local ticks, window, warmUp = s.limit, s.window, s.warmUp
-  local tau = s.capacity * window
-  local debt = 0
-  if not (at < NOW) then debt = (at - NOW) * ticks + frac end
-  local function excess(dt)
-    local a = age + dt
-    local iv = window
-    if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
-    local owed = debt - dt * ticks
-    if owed < 0 then owed = 0 end
-    local most = tau
-    if iv > most then most = iv end
-    return owed + cost * iv - most
-  end
-  local kinks = {debt / ticks, warmUp - age}
-  if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
-  table.sort(kinks)
-  local from, before = 0, excess(0)
-  for _, to in ipairs(kinks) do
-    if to > from then
-      local after = excess(to)
-      if after <= 0 then return from + (before * (to - from)) / (before - after) end
-      from, before = to, after
+if NEEDS.g then
+  -- Warm-up's own, made for NEEDS.w.
+  local interval, tolerance, warmFits, estimate
+  if NEEDS.w then
+    -- The interval at age \`age\` (us), in ticks.
+    interval = function(s, age)
+      if age >= s.warmUp then return s.window end
+      if age < 0 then age = 0 end
+      return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
+    end
+    -- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
+    tolerance = function(s, iv)
+      if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
+      return s.tauUs, s.tauTicks
+    end
+    -- Whether cost permits fit at t (us) on the state (at, frac) while warming.
+    warmFits = function(s, at, frac, t, cost)
+      if at < t then
+        at = t
+        frac = 0
+      end
+      local iv = interval(s, t - s.created)
+      local q, r = mulDivMod(cost, iv, s.limit)
+      at = at + q
+      frac = frac + r
+      if frac >= s.limit then
+        frac = frac - s.limit
+        at = at + 1
+      end
+      local tu, tt = tolerance(s, iv)
+      local ahead = at - t
+      return ahead < tu or (ahead == tu and frac <= tt)
+    end
+    -- The us until cost fits, in floating point with the interval taken as exactly linear in
+    -- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
+    -- with kinks where the debt is paid, where the interval falls to capacity x T and where
+    -- warm-up ends. Walk the pieces and solve the first that reaches zero.
+    estimate = function(s, at, frac, age, cost)
+      local ticks, window, warmUp = s.limit, s.window, s.warmUp
+      local tau = s.capacity * window
+      local debt = 0
+      if not (at < NOW) then debt = (at - NOW) * ticks + frac end
+      local function excess(dt)
+        local a = age + dt
+        local iv = window
+        if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
+        local owed = debt - dt * ticks
+        if owed < 0 then owed = 0 end
+        local most = tau
+        if iv > most then most = iv end
+        return owed + cost * iv - most
+      end
+      local kinks = {debt / ticks, warmUp - age}
+      if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
+      table.sort(kinks)
+      local from, before = 0, excess(0)
+      for _, to in ipairs(kinks) do
+        if to > from then
+          local after = excess(to)
+          if after <= 0 then return from + (before * (to - from)) / (before - after) end
+          from, before = to, after
+        end
+      end
+      return from
     end
   end
-  return from
-end
 
--- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
--- ever turns from no to yes as time passes, so the answer is found from the estimate,
--- then checked and corrected exactly (doubling up to 64 times, then bisecting).
-local function waitUs(s, cost)
-  if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
-  local at, frac, t = s.at, s.frac, NOW
-  if warmFits(s, at, frac, t, cost) then return 0 end
-  local guess = ceil(estimate(s, at, frac, t - s.created, cost))
-  if guess < 1 then guess = 1 end
-  local lo, hi
-  if warmFits(s, at, frac, t + guess, cost) then
-    if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
-    lo, hi = 0, guess - 1
-  else
-    local step = 1
-    for _ = 1, 64 do
-      if warmFits(s, at, frac, t + guess + step, cost) then break end
-      step = step * 2
+  function GCRA.read(s, v, at)
+    s.at, s.frac, s.created = -INF, 0, -INF
+    s.l, s.w = s.limit / s.gcd, s.window / s.gcd
+    if s.warmUp > 0 then
+      local tau = s.capacity * s.window
+      s.tauInTicks = tau <= MAX_SAFE and tau or INF
     end
-    lo, hi = guess + floor(step / 2), guess + step
+    if not v then return at end
+    s.at, s.frac = sunpack('<dd', v, at)
+    if s.warmUp == 0 then return at + 16 end
+    s.created = sunpack('<d', v, at + 16)
+    return at + 24
   end
-  -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
-  -- further apart than 1: stop when no number lies between them.
-  while hi - lo > 1 do
-    local mid = lo + floor((hi - lo) / 2)
-    if mid == lo or mid == hi then break end
-    if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
-  end
-  return hi
-end
 
-function GCRA.available(s)
-  if not warming(s) then return steadyAvailable(s) end
-  local iv = interval(s, NOW - s.created)
-  if iv == s.window then return steadyAvailable(s) end
-  local us, ticks = tolerance(s, iv)
-  if s.at >= NOW then
-    us = us - (s.at - NOW)
-    ticks = ticks - s.frac
+  function GCRA.encode(s)
+    if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
+    return spack('<ddd', s.at, s.frac, s.created)
+  end
+
+  -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
+  local function divide(s, cost)
+    local q, r = mulDivMod(cost, s.w, s.l)
+    return q, r * s.gcd
+  end
+
+  -- The cost of \`cost\` permits now, as whole us and ticks.
+  local function costOf(s, cost)
+    if s.warmUp == 0 then return divide(s, cost) end
+    return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
+  end
+
+  -- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
+  -- with T and tau constant from now on.
+  local function steadyWait(s, at, frac, cost)
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = divide(s, cost)
+    local us = at + q - NOW - s.tauUs
+    local ticks = frac + r - s.tauTicks
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    elseif ticks >= s.limit then
+      ticks = ticks - s.limit
+      us = us + 1
+    end
+    if us < 0 then return 0 end
+    if ticks > 0 then return us + 1 end
+    return us
+  end
+
+  -- floor((tau - debt) / T), 0 in debt; and the slack's remainder in ticks (-1 in debt
+  -- beyond tau, nil when full).
+  local function steadyAvailable(s)
+    local at = s.at
+    if at < NOW then return s.capacity end
+    local us = s.tauUs - (at - NOW)
+    local ticks = s.tauTicks - s.frac
     if ticks < 0 then
       ticks = ticks + s.limit
       us = us - 1
     end
-    if us < 0 then return 0 end
+    if us < 0 then return 0, -1 end
+    -- floor((us x limit + ticks) / window), reduced by the gcd: with ticks = q x gcd + r
+    -- (r < gcd), the r ticks never reach a whole permit on their own.
+    local g = s.gcd
+    local whole = floor(ticks / g)
+    local q, r = mulAddDivMod(us, s.l, whole, s.w)
+    return q, r * g + (ticks - whole * g)
   end
-  local free = mulAddDiv(us, s.limit, ticks, iv)
-  if free > s.capacity then return s.capacity end
-  return free
-end
 
--- Whole us until cost would pass (-1: never).
-function GCRA.wait(s, cost)
-  if cost > s.capacity then return -1 end
-  return waitUs(s, cost)
-end
+  local function warming(s)
+    return s.warmUp > 0 and NOW - s.created < s.warmUp
+  end
 
-function GCRA.fits(s, cost)
-  return cost <= s.capacity and waitUs(s, cost) == 0
-end
+  -- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
+  -- ever turns from no to yes as time passes, so the answer is found from the estimate,
+  -- then checked and corrected exactly (doubling up to 64 times, then bisecting).
+  local function waitUs(s, cost)
+    if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
+    local at, frac, t = s.at, s.frac, NOW
+    if warmFits(s, at, frac, t, cost) then return 0 end
+    local guess = ceil(estimate(s, at, frac, t - s.created, cost))
+    if guess < 1 then guess = 1 end
+    local lo, hi
+    if warmFits(s, at, frac, t + guess, cost) then
+      if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
+      lo, hi = 0, guess - 1
+    else
+      local step = 1
+      for _ = 1, 64 do
+        if warmFits(s, at, frac, t + guess + step, cost) then break end
+        step = step * 2
+      end
+      lo, hi = guess + floor(step / 2), guess + step
+    end
+    -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
+    -- further apart than 1: stop when no number lies between them.
+    while hi - lo > 1 do
+      local mid = lo + floor((hi - lo) / 2)
+      if mid == lo or mid == hi then break end
+      if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
+    end
+    return hi
+  end
 
--- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
-function GCRA.force(s, cost)
-  local at, frac = s.at, s.frac
-  if at < NOW then
-    at = NOW
-    frac = 0
+  function GCRA.available(s)
+    if not warming(s) then return (steadyAvailable(s)) end
+    local iv = interval(s, NOW - s.created)
+    if iv == s.window then return (steadyAvailable(s)) end
+    local us, ticks = tolerance(s, iv)
+    if s.at >= NOW then
+      us = us - (s.at - NOW)
+      ticks = ticks - s.frac
+      if ticks < 0 then
+        ticks = ticks + s.limit
+        us = us - 1
+      end
+      if us < 0 then return 0 end
+    end
+    local free = (mulAddDivMod(us, s.limit, ticks, iv))
+    if free > s.capacity then return s.capacity end
+    return free
   end
-  local q, r = costOf(s, cost)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  s.at, s.frac = at, frac
-end
 
-function GCRA.take(s, cost)
-  if cost > s.capacity then return false end
-  if warming(s) then
-    if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
-    GCRA.force(s, cost)
-    return true
+  -- Whole us until cost would pass (-1: never).
+  function GCRA.wait(s, cost)
+    if cost > s.capacity then return -1 end
+    return waitUs(s, cost)
   end
-  local at, frac = s.at, s.frac
-  if at < NOW then
-    at = NOW
-    frac = 0
+
+  function GCRA.fits(s, cost)
+    return cost <= s.capacity and waitUs(s, cost) == 0
   end
-  local q, r = costOf(s, cost)
-  at = at + q
-  frac = frac + r
-  if frac >= s.limit then
-    frac = frac - s.limit
-    at = at + 1
-  end
-  local ahead = at - NOW
-  if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
     s.at, s.frac = at, frac
-    return true
   end
-  return false
-end
 
--- Gives back cost permits, never beyond full. The receipt is tat just after the take:
--- the bucket drains its debt oldest first, so of the permits taken then, only the part
--- of their debt not yet drained (receipt - now) still counts.
-function GCRA.refund(s, cost, receipt)
-  if s.at < NOW then return end
-  local us, ticks = costOf(s, cost)
-  if receipt ~= nil then
-    local owed = receipt - NOW
-    if owed <= 0 then return end
-    if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+  function GCRA.take(s, cost)
+    if cost > s.capacity then return false end
+    if warming(s) then
+      if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
+      GCRA.force(s, cost)
+      return true
+    end
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
+    local ahead = at - NOW
+    if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+      s.at, s.frac = at, frac
+      return true
+    end
+    return false
   end
-  local at, frac = s.at - us, s.frac - ticks
-  if frac < 0 then
-    frac = frac + s.limit
-    at = at - 1
+
+  -- Gives back cost permits, never beyond full. The receipt is tat just after the take:
+  -- the bucket drains its debt oldest first, so of the permits taken then, only the part
+  -- of their debt not yet drained (receipt - now) still counts.
+  function GCRA.refund(s, cost, receipt)
+    if s.at < NOW then return end
+    local us, ticks = costOf(s, cost)
+    if receipt ~= nil then
+      local owed = receipt - NOW
+      if owed <= 0 then return end
+      if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+    end
+    local at, frac = s.at - us, s.frac - ticks
+    if frac < 0 then
+      frac = frac + s.limit
+      at = at - 1
+    end
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    s.at, s.frac = at, frac
   end
-  if at < NOW then
-    at = NOW
-    frac = 0
+
+  -- tat rounded up to a whole us.
+  function GCRA.receipt(s)
+    if s.frac > 0 then return s.at + 1 end
+    return s.at
   end
-  s.at, s.frac = at, frac
-end
 
--- tat rounded up to a whole us.
-function GCRA.receipt(s)
-  if s.frac > 0 then return s.at + 1 end
-  return s.at
-end
+  -- A warm-up key's state is its age: never fresh.
+  function GCRA.fresh(s)
+    return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
+  end
 
--- A warm-up key's state is its age: never fresh.
-function GCRA.fresh(s)
-  return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
-end
+  -- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
+  -- and then for one more warm-up period of idleness (a key made again starts cold).
+  function GCRA.freshUntil(s)
+    local stop = GCRA.receipt(s)
+    if s.warmUp == 0 then return stop / 1000 end
+    if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
+    return (stop + s.warmUp) / 1000
+  end
 
--- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
--- and then for one more warm-up period of idleness (a key made again starts cold).
-function GCRA.freshUntil(s)
-  local stop = GCRA.receipt(s)
-  if s.warmUp == 0 then return stop / 1000 end
-  if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
-  return (stop + s.warmUp) / 1000
-end
-
--- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
--- never), as the kernel's report.
-function GCRA.report(s, cost, allowed)
-  local available = GCRA.available(s)
-  local reset = 0
-  if available < s.capacity then reset = waitUs(s, available + 1) end
-  local retry = 0
-  if not allowed then retry = GCRA.wait(s, cost) end
-  return available, reset, retry
+  -- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
+  -- never), as the kernel's report.
+  function GCRA.report(s, cost, allowed)
+    local available, rem
+    if s.warmUp == 0 then
+      available, rem = steadyAvailable(s)
+    else
+      available = GCRA.available(s)
+    end
+    local reset = 0
+    if available < s.capacity then
+      if rem ~= nil and rem >= 0 then
+        -- With the slack tau - debt = available x T + rem ticks, the next permit needs
+        -- T - rem more ticks of drain, rounded up to whole us.
+        reset = ceil((s.window - rem) / s.limit)
+      else
+        -- In debt beyond tau, or warm-up (its interval moves too): the search.
+        reset = waitUs(s, available + 1)
+      end
+    end
+    local retry = 0
+    if not allowed then retry = GCRA.wait(s, cost) end
+    return available, reset, retry
+  end
 end
 -- A sliding window: a port of @sluice/core's sliding-window/kernel.ts. The window is cut
 -- into \`slots\` slots, and generation g is slot number g since the clock's zero
@@ -1385,179 +1706,181 @@ end
 -- ring of slots + 1 counts for consecutive generations (c[g mod ring]), the newest being
 -- \`head\` (-inf: fresh), and their sum. In the value: head, sum, then the ring.
 local SLIDING = {}
+if NEEDS.s then
 
-function SLIDING.read(s, v, at)
-  s.ring = s.slots + 1
-  s.c = {}
-  if not v then
-    s.head, s.sum = -INF, 0
-    for i = 0, s.slots do s.c[i] = 0 end
-    return at
+  function SLIDING.read(s, v, at)
+    s.ring = s.slots + 1
+    s.c = {}
+    if not v then
+      s.head, s.sum = -INF, 0
+      for i = 0, s.slots do s.c[i] = 0 end
+      return at
+    end
+    local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
+    s.head, s.sum = values[1], values[2]
+    for i = 0, s.slots do s.c[i] = values[i + 3] end
+    return at + 8 * (s.ring + 2)
   end
-  local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
-  s.head, s.sum = values[1], values[2]
-  for i = 0, s.slots do s.c[i] = values[i + 3] end
-  return at + 8 * (s.ring + 2)
-end
 
-function SLIDING.encode(s)
-  local parts = {spack('<dd', s.head, s.sum)}
-  for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
-  return table.concat(parts)
-end
-
--- The generation of now, never before the head (a clock that steps back counts there).
-local function generation(s)
-  local whole = floor(NOW / s.window)
-  local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
-  if g < s.head then return s.head end
-  return g
-end
-
--- The first us of generation g.
-local function start(s, g)
-  local whole = floor(g / s.slots)
-  return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
-end
-
--- Permits counted in the window ending with generation g (never before the head).
-local function used(s, g)
-  local head = s.head
-  if g == head then return s.sum end
-  if g - head > s.slots then return 0 end
-  -- The generations head - slots up to g - slots - 1 have left the window since head.
-  local n = s.sum
-  for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
-  return n
-end
-
--- Moves the head forward to g, zeroing the counts of the generations it claims.
-local function claim(s, g)
-  local head = s.head
-  if g <= head then return end
-  local first = g - s.ring + 1
-  if head + 1 > first then first = head + 1 end
-  local sum = s.sum
-  for claimed = first, g do
-    local i = claimed % s.ring
-    sum = sum - s.c[i]
-    s.c[i] = 0
+  function SLIDING.encode(s)
+    local parts = {spack('<dd', s.head, s.sum)}
+    for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
+    return table.concat(parts)
   end
-  s.head, s.sum = g, sum
-end
 
--- Adds cost to generation g, saturating at the slot cap.
-local function add(s, g, cost)
-  claim(s, g)
-  local i = g % s.ring
-  local count = s.c[i]
-  local added = cost
-  if s.cap - count < added then added = s.cap - count end
-  s.c[i] = count + added
-  s.sum = s.sum + added
-end
-
--- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
--- oldest permits have left the window.
-local function waitUs(s, g, n, cost)
-  local excess = n + cost - s.limit
-  if excess <= 0 then return 0 end
-  local head = s.head
-  local oldest = g - s.slots
-  -- Everything counted sits in the newest slot (a busy key, or one that comes back now
-  -- and then): the walk below would find it there, after only empty slots.
-  if head >= oldest and s.c[head % s.ring] == n then
-    local from = g
-    if n >= excess then from = head end
-    return start(s, from + s.ring) - NOW
+  -- The generation of now, never before the head (a clock that steps back counts there).
+  local function generation(s)
+    local whole = floor(NOW / s.window)
+    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    if g < s.head then return s.head end
+    return g
   end
-  for old = oldest, head do
-    excess = excess - s.c[old % s.ring]
-    if excess <= 0 then return start(s, old + s.ring) - NOW end
+
+  -- The first us of generation g.
+  local function start(s, g)
+    local whole = floor(g / s.slots)
+    return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
   end
-  return start(s, g + s.ring) - NOW
-end
 
-function SLIDING.available(s)
-  local n = used(s, generation(s))
-  if n < s.limit then return s.limit - n end
-  return 0
-end
-
-function SLIDING.wait(s, cost)
-  if cost > s.limit then return -1 end
-  local g = generation(s)
-  return waitUs(s, g, used(s, g), cost)
-end
-
-function SLIDING.fits(s, cost)
-  return SLIDING.wait(s, cost) == 0
-end
-
-function SLIDING.take(s, cost)
-  local g = generation(s)
-  if used(s, g) + cost > s.limit then return false end
-  add(s, g, cost)
-  return true
-end
-
-function SLIDING.force(s, cost)
-  add(s, generation(s), cost)
-end
-
--- Takes up to cost permits off the count at ring index i; returns how many.
-local function uncount(s, i, cost)
-  local count = s.c[i]
-  local back = cost
-  if count < back then back = count end
-  s.c[i] = count - back
-  s.sum = s.sum - back
-  return back
-end
-
--- Gives back cost permits: with a receipt, only from the generation of the take, while it
--- still counts; without, newest first.
-function SLIDING.refund(s, cost, receipt)
-  local head = s.head
-  local oldest = generation(s) - s.slots
-  if receipt ~= nil then
-    if receipt < oldest or receipt > head then return end
-    uncount(s, receipt % s.ring, cost)
-    return
+  -- Permits counted in the window ending with generation g (never before the head).
+  local function used(s, g)
+    local head = s.head
+    if g == head then return s.sum end
+    if g - head > s.slots then return 0 end
+    -- The generations head - slots up to g - slots - 1 have left the window since head.
+    local n = s.sum
+    for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
+    return n
   end
-  local left, newest = cost, head
-  while newest >= oldest and left > 0 do
-    left = left - uncount(s, newest % s.ring, left)
-    newest = newest - 1
+
+  -- Moves the head forward to g, zeroing the counts of the generations it claims.
+  local function claim(s, g)
+    local head = s.head
+    if g <= head then return end
+    local first = g - s.ring + 1
+    if head + 1 > first then first = head + 1 end
+    local sum = s.sum
+    for claimed = first, g do
+      local i = claimed % s.ring
+      sum = sum - s.c[i]
+      s.c[i] = 0
+    end
+    s.head, s.sum = g, sum
   end
-end
 
-function SLIDING.receipt(s)
-  return s.head
-end
-
-function SLIDING.fresh(s)
-  return used(s, generation(s)) == 0
-end
-
--- Unix ms once the head generation has left the window (nothing counts then).
-function SLIDING.freshUntil(s)
-  if s.head == -INF then return -INF end
-  return start(s, s.head + s.ring) / 1000
-end
-
-function SLIDING.report(s, cost, allowed)
-  local g = generation(s)
-  local n = used(s, g)
-  local available = 0
-  if n < s.limit then available = s.limit - n end
-  local reset = 0
-  if available < s.limit then reset = waitUs(s, g, n, available + 1) end
-  local retry = 0
-  if not allowed then
-    if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
+  -- Adds cost to generation g, saturating at the slot cap.
+  local function add(s, g, cost)
+    claim(s, g)
+    local i = g % s.ring
+    local count = s.c[i]
+    local added = cost
+    if s.cap - count < added then added = s.cap - count end
+    s.c[i] = count + added
+    s.sum = s.sum + added
   end
-  return available, reset, retry
+
+  -- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
+  -- oldest permits have left the window.
+  local function waitUs(s, g, n, cost)
+    local excess = n + cost - s.limit
+    if excess <= 0 then return 0 end
+    local head = s.head
+    local oldest = g - s.slots
+    -- Everything counted sits in the newest slot (a busy key, or one that comes back now
+    -- and then): the walk below would find it there, after only empty slots.
+    if head >= oldest and s.c[head % s.ring] == n then
+      local from = g
+      if n >= excess then from = head end
+      return start(s, from + s.ring) - NOW
+    end
+    for old = oldest, head do
+      excess = excess - s.c[old % s.ring]
+      if excess <= 0 then return start(s, old + s.ring) - NOW end
+    end
+    return start(s, g + s.ring) - NOW
+  end
+
+  function SLIDING.available(s)
+    local n = used(s, generation(s))
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function SLIDING.wait(s, cost)
+    if cost > s.limit then return -1 end
+    local g = generation(s)
+    return waitUs(s, g, used(s, g), cost)
+  end
+
+  function SLIDING.fits(s, cost)
+    return SLIDING.wait(s, cost) == 0
+  end
+
+  function SLIDING.take(s, cost)
+    local g = generation(s)
+    if used(s, g) + cost > s.limit then return false end
+    add(s, g, cost)
+    return true
+  end
+
+  function SLIDING.force(s, cost)
+    add(s, generation(s), cost)
+  end
+
+  -- Takes up to cost permits off the count at ring index i; returns how many.
+  local function uncount(s, i, cost)
+    local count = s.c[i]
+    local back = cost
+    if count < back then back = count end
+    s.c[i] = count - back
+    s.sum = s.sum - back
+    return back
+  end
+
+  -- Gives back cost permits: with a receipt, only from the generation of the take, while it
+  -- still counts; without, newest first.
+  function SLIDING.refund(s, cost, receipt)
+    local head = s.head
+    local oldest = generation(s) - s.slots
+    if receipt ~= nil then
+      if receipt < oldest or receipt > head then return end
+      uncount(s, receipt % s.ring, cost)
+      return
+    end
+    local left, newest = cost, head
+    while newest >= oldest and left > 0 do
+      left = left - uncount(s, newest % s.ring, left)
+      newest = newest - 1
+    end
+  end
+
+  function SLIDING.receipt(s)
+    return s.head
+  end
+
+  function SLIDING.fresh(s)
+    return used(s, generation(s)) == 0
+  end
+
+  -- Unix ms once the head generation has left the window (nothing counts then).
+  function SLIDING.freshUntil(s)
+    if s.head == -INF then return -INF end
+    return start(s, s.head + s.ring) / 1000
+  end
+
+  function SLIDING.report(s, cost, allowed)
+    local g = generation(s)
+    local n = used(s, g)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = waitUs(s, g, n, available + 1) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
+    end
+    return available, reset, retry
+  end
 end
 -- A fixed window: a port of @sluice/core's fixed-window/kernel.ts. Windows are aligned
 -- to the clock's zero (window number floor(t / window), t in us), so every store agrees
@@ -1566,104 +1889,106 @@ end
 --
 -- s: limit, window (us). State: id (the window counted in, -inf: none), count.
 local FIXED = {}
+if NEEDS.f then
 
-function FIXED.read(s, v, at)
-  if not v then
-    s.id, s.count = -INF, 0
-    return at
-  end
-  s.id, s.count = sunpack('<dd', v, at)
-  return at + 16
-end
-
-function FIXED.encode(s)
-  return spack('<dd', s.id, s.count)
-end
-
--- Permits counted in the window of now.
-local function counted(s)
-  if s.id == floor(NOW / s.window) then return s.count end
-  return 0
-end
-
--- Us until the window of now ends.
-local function left(s)
-  return (floor(NOW / s.window) + 1) * s.window - NOW
-end
-
-function FIXED.available(s)
-  local n = counted(s)
-  if n < s.limit then return s.limit - n end
-  return 0
-end
-
-function FIXED.wait(s, cost)
-  if cost > s.limit then return -1 end
-  if counted(s) + cost <= s.limit then return 0 end
-  return left(s)
-end
-
-function FIXED.fits(s, cost)
-  return FIXED.wait(s, cost) == 0
-end
-
-function FIXED.take(s, cost)
-  local n = counted(s)
-  if n + cost > s.limit then return false end
-  s.id, s.count = floor(NOW / s.window), n + cost
-  return true
-end
-
-function FIXED.force(s, cost)
-  s.id, s.count = floor(NOW / s.window), counted(s) + cost
-end
-
--- Permits of an earlier window stopped counting when it ended.
-function FIXED.refund(s, cost, receipt)
-  local n = counted(s)
-  if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
-  if n > cost then s.count = n - cost else s.count = 0 end
-end
-
-function FIXED.receipt(s)
-  return s.id
-end
-
-function FIXED.fresh(s)
-  return counted(s) == 0
-end
-
-function FIXED.freshUntil(s)
-  return (s.id + 1) * s.window / 1000
-end
-
-function FIXED.report(s, cost, allowed)
-  local n = counted(s)
-  local available = 0
-  if n < s.limit then available = s.limit - n end
-  local reset = 0
-  if available < s.limit then reset = left(s) end
-  local retry = 0
-  if not allowed then
-    if cost > s.limit then
-      retry = -1
-    elseif n + cost > s.limit then
-      retry = left(s)
+  function FIXED.read(s, v, at)
+    if not v then
+      s.id, s.count = -INF, 0
+      return at
     end
+    s.id, s.count = sunpack('<dd', v, at)
+    return at + 16
   end
-  return available, reset, retry
+
+  function FIXED.encode(s)
+    return spack('<dd', s.id, s.count)
+  end
+
+  -- Permits counted in the window of now.
+  local function counted(s)
+    if s.id == floor(NOW / s.window) then return s.count end
+    return 0
+  end
+
+  -- Us until the window of now ends.
+  local function left(s)
+    return (floor(NOW / s.window) + 1) * s.window - NOW
+  end
+
+  function FIXED.available(s)
+    local n = counted(s)
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function FIXED.wait(s, cost)
+    if cost > s.limit then return -1 end
+    if counted(s) + cost <= s.limit then return 0 end
+    return left(s)
+  end
+
+  function FIXED.fits(s, cost)
+    return FIXED.wait(s, cost) == 0
+  end
+
+  function FIXED.take(s, cost)
+    local n = counted(s)
+    if n + cost > s.limit then return false end
+    s.id, s.count = floor(NOW / s.window), n + cost
+    return true
+  end
+
+  function FIXED.force(s, cost)
+    s.id, s.count = floor(NOW / s.window), counted(s) + cost
+  end
+
+  -- Permits of an earlier window stopped counting when it ended.
+  function FIXED.refund(s, cost, receipt)
+    local n = counted(s)
+    if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
+    if n > cost then s.count = n - cost else s.count = 0 end
+  end
+
+  function FIXED.receipt(s)
+    return s.id
+  end
+
+  function FIXED.fresh(s)
+    return counted(s) == 0
+  end
+
+  function FIXED.freshUntil(s)
+    return (s.id + 1) * s.window / 1000
+  end
+
+  function FIXED.report(s, cost, allowed)
+    local n = counted(s)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = left(s) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then
+        retry = -1
+      elseif n + cost > s.limit then
+        retry = left(s)
+      end
+    end
+    return available, reset, retry
+  end
 end
 local op = ARGV[2]
 local lease = ARGV[3]
 local deadline = ARGV[4] + 0
 if op == 'take' and deadline > 0 and NOW > deadline then return {-1, NOW} end
 local n = ARGV[5] + 0
-local costsAt = 5 + 11 * n
+local costsAt = 5 + 12 * n
 local extraAt = costsAt + n
 
 local states = {}
 for i = 1, n do
-  local a = 5 + 11 * (i - 1)
+  local a = 5 + 12 * (i - 1)
   local kind = ARGV[a + 1]
   local s = {key = KEYS[i], kind = kind, cost = ARGV[costsAt + i] + 0, blocked = 0}
   if kind == 'c' then
@@ -1679,7 +2004,7 @@ for i = 1, n do
     end
   else
     s.limit, s.window = ARGV[a + 2] + 0, ARGV[a + 3] + 0
-    s.windowMs, s.blockFor, s.after = ARGV[a + 9] + 0, ARGV[a + 10] + 0, ARGV[a + 11] + 0
+    s.windowMs, s.blockFor, s.after = ARGV[a + 10] + 0, ARGV[a + 11] + 0, ARGV[a + 12] + 0
     s.grace = 0
     if kind == 'f' then
       s.alg = FIXED
@@ -1689,7 +2014,7 @@ for i = 1, n do
     else
       s.alg = GCRA
       s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0
-      s.grace, s.warmUp = ARGV[a + 7] + 0, ARGV[a + 8] + 0
+      s.grace, s.warmUp, s.gcd = ARGV[a + 7] + 0, ARGV[a + 8] + 0, ARGV[a + 9] + 0
     end
     readRecord(s, redis.call('GET', s.key))
     -- A warm-up key's age starts at its first sight, a read included (a block is not one).
@@ -1824,7 +2149,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: 'e5cfe8f35e2cdc6c51abfe451e99e77be1f2689f',
+  sha: '1eed667d6a432ef0e4356c17740793cc34d60240',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -1849,78 +2174,154 @@ else
   NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
 local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window, slots = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local v = redis.call('GET', key)
 
--- A number for a command or a reply without Lua's 14 significant digits: integers whole,
--- fractions as the shortest text that reads back as the same double.
-local function exactText(x)
-  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
-  return string.format('%.17g', x)
-end
--- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), as
--- @sluice/core's exact.ts does with BigInt: a product of two safe integers divided by a
--- third. Limits and windows may each be as large as 2^53, so permits x window can pass it
--- (10^10 tokens a day is 8.64e20 tick-microseconds). A product that fits is plain doubles,
--- the same operations as exact.ts, so both land on the same numbers.
-local MAX_SAFE = 9007199254740991
-
--- floor(a*b / d) and a*b mod d, exactly, for safe integers a, b >= 0 and d >= 1 whose
--- quotient is a safe integer.
-local function mulDivMod(a, b, d)
-  local product = a * b
-  if product <= MAX_SAFE then
-    local q = floor(product / d)
-    return q, product - q * d
-  end
-  -- Long multiplication in base 2 over the smaller factor, quotient and remainder kept
-  -- apart: each step doubles the partial product (and adds b for a set bit) modulo d, so
-  -- no intermediate passes d, and every one is an exact double.
-  if a > b then a, b = b, a end
-  -- No number past every other (exact.ts's BigInt refuses it too): it would never end.
-  if b == INF then error('sluice: an infinite operand of mulDivMod') end
-  local bq = floor(b / d)
-  local br = b - bq * d
-  local bit = 1
-  while bit * 2 <= a do bit = bit * 2 end
-  local q, r = 0, 0
-  while bit >= 1 do
-    q = q + q
-    if r >= d - r then
-      r = r - (d - r)
-      q = q + 1
-    else
-      r = r + r
+-- A take that fits in the key's newest slot (a busy key), on a key without strikes or a
+-- block whose numbers stay below 2^53: inline, as lib/sliding-window.lua and
+-- lib/record.lua would decide and write it (making the port's functions is most of a
+-- script's cost). Anything else, below, through the port.
+do
+  local ring = slots + 1
+  if v and #v == 8 * (ring + 3) and window * slots <= MAX_SAFE then
+    local whole = floor(NOW / window)
+    local g = whole * slots + floor((NOW - whole * window) * slots / window)
+    local head, sum = sunpack('<dd', v, 9)
+    if g <= head and sum + cost <= limit then
+      -- Counted in the head generation (never before it).
+      local i = head % ring
+      local count = sunpack('<d', v, 25 + 8 * i)
+      local added = cost
+      if ARGV[6] - count < added then added = ARGV[6] - count end
+      count = count + added
+      sum = sum + added
+      -- Until one more permit: the oldest generation with permits leaves the window
+      -- (the head's own when it holds them all).
+      local leaves = head
+      if count ~= sum then
+        for old = head - slots, head do
+          local c = sunpack('<d', v, 25 + 8 * (old % ring))
+          if old == head then c = count end
+          if c > 0 then
+            leaves = old
+            break
+          end
+        end
+      end
+      local next = leaves + ring
+      local start = floor(next / slots)
+      local reset = start * window + ceil((next - start * slots) * window / slots) - NOW
+      -- The key already expires when its head generation leaves the window.
+      redis.call('SETRANGE', key, '16',
+        spack('<d', sum) .. string.sub(v, 25, 24 + 8 * i) .. spack('<d', count))
+      return {1, limit - sum, reset, 0, head, 0}
     end
-    if a >= bit then
-      a = a - bit
-      q = q + bq
-      if r >= d - br then
-        r = r - (d - br)
+  end
+end
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {s = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
         q = q + 1
       else
-        r = r + br
+        r = r + r
       end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
     end
-    bit = bit / 2
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  local q = floor((product + c) / d)
+  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + c
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
   end
   return q, r
 end
 
--- floor((a*b + c) / d) exactly, for safe integers a, b, c >= 0 and d >= 1.
-local function mulAddDiv(a, b, c, d)
-  local sum = a * b + c
-  if sum <= MAX_SAFE then return floor(sum / d) end
-  local q, r = mulDivMod(a, b, d)
-  local cq = floor(c / d)
-  local cr = c - cq * d
-  if r >= d - cr then return q + cq + 1 end
-  return q + cq
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  return mulAddDivMod(a, b, 0, d)
 end
 
--- ceil(a*b / d) exactly, for safe integers a, b >= 0 and d >= 1.
+-- ceil(a*b / d) exactly.
 local function mulDivCeil(a, b, d)
-  local q, r = mulDivMod(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
   if r > 0 then return q + 1 end
   return q
 end
@@ -1933,6 +2334,13 @@ end
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
 -- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
 
 -- Reads \`v\` (false: no key, a fresh state) into s.
 local function readRecord(s, v)
@@ -2034,186 +2442,188 @@ end
 -- ring of slots + 1 counts for consecutive generations (c[g mod ring]), the newest being
 -- \`head\` (-inf: fresh), and their sum. In the value: head, sum, then the ring.
 local SLIDING = {}
+if NEEDS.s then
 
-function SLIDING.read(s, v, at)
-  s.ring = s.slots + 1
-  s.c = {}
-  if not v then
-    s.head, s.sum = -INF, 0
-    for i = 0, s.slots do s.c[i] = 0 end
-    return at
+  function SLIDING.read(s, v, at)
+    s.ring = s.slots + 1
+    s.c = {}
+    if not v then
+      s.head, s.sum = -INF, 0
+      for i = 0, s.slots do s.c[i] = 0 end
+      return at
+    end
+    local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
+    s.head, s.sum = values[1], values[2]
+    for i = 0, s.slots do s.c[i] = values[i + 3] end
+    return at + 8 * (s.ring + 2)
   end
-  local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
-  s.head, s.sum = values[1], values[2]
-  for i = 0, s.slots do s.c[i] = values[i + 3] end
-  return at + 8 * (s.ring + 2)
-end
 
-function SLIDING.encode(s)
-  local parts = {spack('<dd', s.head, s.sum)}
-  for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
-  return table.concat(parts)
-end
-
--- The generation of now, never before the head (a clock that steps back counts there).
-local function generation(s)
-  local whole = floor(NOW / s.window)
-  local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
-  if g < s.head then return s.head end
-  return g
-end
-
--- The first us of generation g.
-local function start(s, g)
-  local whole = floor(g / s.slots)
-  return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
-end
-
--- Permits counted in the window ending with generation g (never before the head).
-local function used(s, g)
-  local head = s.head
-  if g == head then return s.sum end
-  if g - head > s.slots then return 0 end
-  -- The generations head - slots up to g - slots - 1 have left the window since head.
-  local n = s.sum
-  for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
-  return n
-end
-
--- Moves the head forward to g, zeroing the counts of the generations it claims.
-local function claim(s, g)
-  local head = s.head
-  if g <= head then return end
-  local first = g - s.ring + 1
-  if head + 1 > first then first = head + 1 end
-  local sum = s.sum
-  for claimed = first, g do
-    local i = claimed % s.ring
-    sum = sum - s.c[i]
-    s.c[i] = 0
+  function SLIDING.encode(s)
+    local parts = {spack('<dd', s.head, s.sum)}
+    for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
+    return table.concat(parts)
   end
-  s.head, s.sum = g, sum
-end
 
--- Adds cost to generation g, saturating at the slot cap.
-local function add(s, g, cost)
-  claim(s, g)
-  local i = g % s.ring
-  local count = s.c[i]
-  local added = cost
-  if s.cap - count < added then added = s.cap - count end
-  s.c[i] = count + added
-  s.sum = s.sum + added
-end
-
--- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
--- oldest permits have left the window.
-local function waitUs(s, g, n, cost)
-  local excess = n + cost - s.limit
-  if excess <= 0 then return 0 end
-  local head = s.head
-  local oldest = g - s.slots
-  -- Everything counted sits in the newest slot (a busy key, or one that comes back now
-  -- and then): the walk below would find it there, after only empty slots.
-  if head >= oldest and s.c[head % s.ring] == n then
-    local from = g
-    if n >= excess then from = head end
-    return start(s, from + s.ring) - NOW
+  -- The generation of now, never before the head (a clock that steps back counts there).
+  local function generation(s)
+    local whole = floor(NOW / s.window)
+    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    if g < s.head then return s.head end
+    return g
   end
-  for old = oldest, head do
-    excess = excess - s.c[old % s.ring]
-    if excess <= 0 then return start(s, old + s.ring) - NOW end
+
+  -- The first us of generation g.
+  local function start(s, g)
+    local whole = floor(g / s.slots)
+    return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
   end
-  return start(s, g + s.ring) - NOW
-end
 
-function SLIDING.available(s)
-  local n = used(s, generation(s))
-  if n < s.limit then return s.limit - n end
-  return 0
-end
-
-function SLIDING.wait(s, cost)
-  if cost > s.limit then return -1 end
-  local g = generation(s)
-  return waitUs(s, g, used(s, g), cost)
-end
-
-function SLIDING.fits(s, cost)
-  return SLIDING.wait(s, cost) == 0
-end
-
-function SLIDING.take(s, cost)
-  local g = generation(s)
-  if used(s, g) + cost > s.limit then return false end
-  add(s, g, cost)
-  return true
-end
-
-function SLIDING.force(s, cost)
-  add(s, generation(s), cost)
-end
-
--- Takes up to cost permits off the count at ring index i; returns how many.
-local function uncount(s, i, cost)
-  local count = s.c[i]
-  local back = cost
-  if count < back then back = count end
-  s.c[i] = count - back
-  s.sum = s.sum - back
-  return back
-end
-
--- Gives back cost permits: with a receipt, only from the generation of the take, while it
--- still counts; without, newest first.
-function SLIDING.refund(s, cost, receipt)
-  local head = s.head
-  local oldest = generation(s) - s.slots
-  if receipt ~= nil then
-    if receipt < oldest or receipt > head then return end
-    uncount(s, receipt % s.ring, cost)
-    return
+  -- Permits counted in the window ending with generation g (never before the head).
+  local function used(s, g)
+    local head = s.head
+    if g == head then return s.sum end
+    if g - head > s.slots then return 0 end
+    -- The generations head - slots up to g - slots - 1 have left the window since head.
+    local n = s.sum
+    for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
+    return n
   end
-  local left, newest = cost, head
-  while newest >= oldest and left > 0 do
-    left = left - uncount(s, newest % s.ring, left)
-    newest = newest - 1
+
+  -- Moves the head forward to g, zeroing the counts of the generations it claims.
+  local function claim(s, g)
+    local head = s.head
+    if g <= head then return end
+    local first = g - s.ring + 1
+    if head + 1 > first then first = head + 1 end
+    local sum = s.sum
+    for claimed = first, g do
+      local i = claimed % s.ring
+      sum = sum - s.c[i]
+      s.c[i] = 0
+    end
+    s.head, s.sum = g, sum
+  end
+
+  -- Adds cost to generation g, saturating at the slot cap.
+  local function add(s, g, cost)
+    claim(s, g)
+    local i = g % s.ring
+    local count = s.c[i]
+    local added = cost
+    if s.cap - count < added then added = s.cap - count end
+    s.c[i] = count + added
+    s.sum = s.sum + added
+  end
+
+  -- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
+  -- oldest permits have left the window.
+  local function waitUs(s, g, n, cost)
+    local excess = n + cost - s.limit
+    if excess <= 0 then return 0 end
+    local head = s.head
+    local oldest = g - s.slots
+    -- Everything counted sits in the newest slot (a busy key, or one that comes back now
+    -- and then): the walk below would find it there, after only empty slots.
+    if head >= oldest and s.c[head % s.ring] == n then
+      local from = g
+      if n >= excess then from = head end
+      return start(s, from + s.ring) - NOW
+    end
+    for old = oldest, head do
+      excess = excess - s.c[old % s.ring]
+      if excess <= 0 then return start(s, old + s.ring) - NOW end
+    end
+    return start(s, g + s.ring) - NOW
+  end
+
+  function SLIDING.available(s)
+    local n = used(s, generation(s))
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function SLIDING.wait(s, cost)
+    if cost > s.limit then return -1 end
+    local g = generation(s)
+    return waitUs(s, g, used(s, g), cost)
+  end
+
+  function SLIDING.fits(s, cost)
+    return SLIDING.wait(s, cost) == 0
+  end
+
+  function SLIDING.take(s, cost)
+    local g = generation(s)
+    if used(s, g) + cost > s.limit then return false end
+    add(s, g, cost)
+    return true
+  end
+
+  function SLIDING.force(s, cost)
+    add(s, generation(s), cost)
+  end
+
+  -- Takes up to cost permits off the count at ring index i; returns how many.
+  local function uncount(s, i, cost)
+    local count = s.c[i]
+    local back = cost
+    if count < back then back = count end
+    s.c[i] = count - back
+    s.sum = s.sum - back
+    return back
+  end
+
+  -- Gives back cost permits: with a receipt, only from the generation of the take, while it
+  -- still counts; without, newest first.
+  function SLIDING.refund(s, cost, receipt)
+    local head = s.head
+    local oldest = generation(s) - s.slots
+    if receipt ~= nil then
+      if receipt < oldest or receipt > head then return end
+      uncount(s, receipt % s.ring, cost)
+      return
+    end
+    local left, newest = cost, head
+    while newest >= oldest and left > 0 do
+      left = left - uncount(s, newest % s.ring, left)
+      newest = newest - 1
+    end
+  end
+
+  function SLIDING.receipt(s)
+    return s.head
+  end
+
+  function SLIDING.fresh(s)
+    return used(s, generation(s)) == 0
+  end
+
+  -- Unix ms once the head generation has left the window (nothing counts then).
+  function SLIDING.freshUntil(s)
+    if s.head == -INF then return -INF end
+    return start(s, s.head + s.ring) / 1000
+  end
+
+  function SLIDING.report(s, cost, allowed)
+    local g = generation(s)
+    local n = used(s, g)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = waitUs(s, g, n, available + 1) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
+    end
+    return available, reset, retry
   end
 end
-
-function SLIDING.receipt(s)
-  return s.head
-end
-
-function SLIDING.fresh(s)
-  return used(s, generation(s)) == 0
-end
-
--- Unix ms once the head generation has left the window (nothing counts then).
-function SLIDING.freshUntil(s)
-  if s.head == -INF then return -INF end
-  return start(s, s.head + s.ring) / 1000
-end
-
-function SLIDING.report(s, cost, allowed)
-  local g = generation(s)
-  local n = used(s, g)
-  local available = 0
-  if n < s.limit then available = s.limit - n end
-  local reset = 0
-  if available < s.limit then reset = waitUs(s, g, n, available + 1) end
-  local retry = 0
-  if not allowed then
-    if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
-  end
-  return available, reset, retry
-end
-local s = {key = KEYS[1], alg = SLIDING, limit = ARGV[3] + 0, window = ARGV[4] + 0,
-  slots = ARGV[5] + 0, cap = ARGV[6] + 0, windowMs = ARGV[7] + 0, grace = 0}
--- The body of a one-policy take (s: the policy, as the script made it): one GET, and
--- one SET when admitted. A key blocked (by the store's block) is refused with its block.
-local cost = ARGV[2] + 0
-readRecord(s, redis.call('GET', s.key))
+local s = {key = key, alg = SLIDING, limit = limit, window = window, slots = slots,
+  cap = ARGV[6] + 0, windowMs = ARGV[7] + 0, grace = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then

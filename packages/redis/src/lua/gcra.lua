@@ -3,14 +3,112 @@
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
 -- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
---          ticks), grace (ms a key is kept past full), window (ms)
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 --!include clock
+local key = KEYS[1]
+local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
+local v = redis.call('GET', key)
+
+-- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
+-- is most of a script's cost). Anything else, below, through the port.
+do
+  local expiry, at, frac = 0, -INF, 0
+  if v then
+    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
+  end
+  local l, w = limit / gcd, window / gcd
+  local product = cost * w
+  if at ~= nil and cost <= capacity and product <= MAX_SAFE then
+    -- max(tat, now) + cost x T, as whole us and ticks.
+    local q = floor(product / l)
+    local r = (product - q * l) * gcd
+    local a, f = at, frac
+    if a < NOW then
+      a = NOW
+      f = 0
+    end
+    a = a + q
+    f = f + r
+    if f >= limit then
+      f = f - limit
+      a = a + 1
+    end
+    local ahead = a - NOW
+    if ahead < tauUs or (ahead == tauUs and f <= tauTicks) then
+      -- The slack left, tau - (tat - now): available x T + rem ticks.
+      local us, ticks = tauUs - ahead, tauTicks - f
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      local whole = floor(ticks / gcd)
+      local slack = us * l
+      if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+        local available = floor((slack + whole) / w)
+        local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+        local reset = 0
+        if available < capacity then reset = ceil((window - rem) / limit) end
+        local receipt = a
+        if f > 0 then receipt = a + 1 end
+        local needed = ceil(receipt / 1000)
+        if v and needed <= expiry then
+          -- Its expiry still covers it: only tat changes.
+          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+        elseif TESTING then
+          redis.call('SET', key, spack('<ddd', INF, a, f))
+        else
+          expiry = needed + ARGV[8]
+          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+        end
+        return {1, available, reset, 0, receipt, 0}
+      end
+    elseif at >= NOW then
+      -- Refused (a key that is not in debt admits any cost up to its capacity): the wait
+      -- is tat + cost x T - tau - now, rounded up to whole us.
+      local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      elseif ticks >= limit then
+        ticks = ticks - limit
+        us = us + 1
+      end
+      local retry = 0
+      if us >= 0 then
+        retry = us
+        if ticks > 0 then retry = us + 1 end
+      end
+      -- What is left: the slack tau - (tat - now), negative in debt beyond tau.
+      us, ticks = tauUs - (at - NOW), tauTicks - frac
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      if us >= 0 then
+        local whole = floor(ticks / gcd)
+        local slack = us * l
+        if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+          local available = floor((slack + whole) / w)
+          local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+          local reset = 0
+          if available < capacity then reset = ceil((window - rem) / limit) end
+          return {0, available, reset, retry, -1, 0}
+        end
+      end
+    end
+  end
+end
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {g = true}
 --!include exact
 --!include record
 --!include gcra
-local s = {key = KEYS[1], alg = GCRA, limit = ARGV[3] + 0, window = ARGV[4] + 0,
-  capacity = ARGV[5] + 0, tauUs = ARGV[6] + 0, tauTicks = ARGV[7] + 0, grace = ARGV[8] + 0,
-  windowMs = ARGV[9] + 0, warmUp = 0}
+local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
+  tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
+  warmUp = 0}
 --!include take-one

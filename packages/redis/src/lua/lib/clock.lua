@@ -15,12 +15,6 @@ else
   NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
 local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
-
--- A number for a command or a reply without Lua's 14 significant digits: integers whole,
--- fractions as the shortest text that reads back as the same double.
-local function exactText(x)
-  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
-  return string.format('%.17g', x)
-end

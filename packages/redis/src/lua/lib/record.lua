@@ -8,6 +8,13 @@
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
 -- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
 
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
 -- Reads `v` (false: no key, a fresh state) into s.
 local function readRecord(s, v)
   s.known = v and true or false

@@ -1,7 +1,7 @@
--- The body of a one-policy take (s: the policy, as the script made it): one GET, and
--- one SET when admitted. A key blocked (by the store's block) is refused with its block.
-local cost = ARGV[2] + 0
-readRecord(s, redis.call('GET', s.key))
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
