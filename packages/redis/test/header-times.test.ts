@@ -54,7 +54,7 @@ async function both(options: RateLimitOptions, gaps: readonly number[]) {
   const memory = engine(options, memoryStore({ clock }), clock)
   const onRedis = engine(
     options,
-    redisStore({ client: redis, prefix: uniquePrefix(), clock, onError: 'deny' }),
+    redisStore({ client: redis, prefix: uniquePrefix(), clock, onError: 'deny', timeout: '10s' }),
     clock,
   )
   const seen: { memory: Record<string, string>; redis: Record<string, string> }[] = []
