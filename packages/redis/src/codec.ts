@@ -155,7 +155,8 @@ const STRIDE = 6
 
 /**
  * One policy's answer in a reply, from `at`: admitted, available, reset µs, retry µs (-1:
- * never), receipt (-1: none), blocked (0, or the ms left as text), as a result built as
+ * never), receipt (-1: none), blocked (0, or the ms left as text), numbers past 2^53 as
+ * text, as a result built as
  * the memory store builds it. A blocked key shows 0 remaining, its reset is the first
  * permit once the block is over, and its wait at least the block.
  */
@@ -167,8 +168,9 @@ function resultAt(
 ): PolicyResult {
   const allowed = reply[at] === 1
   const available = reply[at + 1] as number
-  const resetMs = (reply[at + 2] as number) / 1000
-  const retry = reply[at + 3] as number
+  // Past 2^53 a number comes as text (a client reads an integer reply that long inexactly).
+  const resetMs = Number(reply[at + 2]) / 1000
+  const retry = Number(reply[at + 3])
   const retryAfterMs = retry === -1 ? Number.POSITIVE_INFINITY : retry / 1000
   const blocked = reply[at + 5]
   if (blocked !== 0) {
@@ -183,7 +185,7 @@ function resultAt(
       blocked: true,
     }
   }
-  const receipt = reply[at + 4] as number
+  const receipt = Number(reply[at + 4])
   const limit = policy.limit
   // One literal per shape, each with exactly its fields (no spread on the hot path).
   if (lease !== undefined) {

@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '74ef78b51774690055228eeeb337e2a8d79b7098',
+  sha: 'cd35a26aea23f0efb0d3d77fe4f6185482efc56b',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -269,6 +269,14 @@ local function saveRecord(s)
   s.known = true
 end
 
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
 -- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
 -- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
 -- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
@@ -283,9 +291,9 @@ local function answer(reply, s, admits, cost, allowed, receipt)
   local n = #reply
   reply[n + 1] = admits and 1 or 0
   reply[n + 2] = available
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = receipt
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
   reply[n + 6] = blocked > 0 and exactText(blocked) or 0
 end
 -- A fixed window: a port of @sluice/core's fixed-window/kernel.ts. Windows are aligned
@@ -406,7 +414,7 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '296031a4f3dc8daafe4fab08c66c1fd1b95a3d08',
+  sha: 'f6f21a66482304341cb69ae948e523c1895f480b',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
@@ -466,20 +474,42 @@ do
       a = a + 1
     end
     local ahead = a - NOW
-    if ahead < tauUs or (ahead == tauUs and f <= tauTicks) then
-      -- The slack left, tau - (tat - now): available x T + rem ticks.
-      local us, ticks = tauUs - ahead, tauTicks - f
+    local allowed = ahead < tauUs or (ahead == tauUs and f <= tauTicks)
+    -- A refused key is in debt (one that is not admits any cost up to its capacity); a
+    -- debt of centuries, past 2^53 us, is the port's.
+    if (allowed or at >= NOW) and a < MAX_SAFE then
+      -- A refusal's wait: tat + cost x T - tau - now, rounded up to whole us.
+      local retry = 0
+      if not allowed then
+        local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+        if ticks < 0 then
+          ticks = ticks + limit
+          us = us - 1
+        elseif ticks >= limit then
+          ticks = ticks - limit
+          us = us + 1
+        end
+        if us >= 0 then
+          retry = us
+          if ticks > 0 then retry = us + 1 end
+        end
+        a, f = at, frac
+      end
+      -- The slack left, tau - (tat - now) = available x T + rem ticks (negative in debt
+      -- beyond tau: the port).
+      local us, ticks = tauUs - (a - NOW), tauTicks - f
       if ticks < 0 then
         ticks = ticks + limit
         us = us - 1
       end
       local whole = floor(ticks / gcd)
       local slack = us * l
-      if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+      if us >= 0 and slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
         local available = floor((slack + whole) / w)
         local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
         local reset = 0
         if available < capacity then reset = ceil((window - rem) / limit) end
+        if not allowed then return {0, available, reset, retry, -1, 0} end
         local receipt = a
         if f > 0 then receipt = a + 1 end
         local needed = ceil(receipt / 1000)
@@ -493,39 +523,6 @@ do
           redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
         end
         return {1, available, reset, 0, receipt, 0}
-      end
-    elseif at >= NOW then
-      -- Refused (a key that is not in debt admits any cost up to its capacity): the wait
-      -- is tat + cost x T - tau - now, rounded up to whole us.
-      local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
-      if ticks < 0 then
-        ticks = ticks + limit
-        us = us - 1
-      elseif ticks >= limit then
-        ticks = ticks - limit
-        us = us + 1
-      end
-      local retry = 0
-      if us >= 0 then
-        retry = us
-        if ticks > 0 then retry = us + 1 end
-      end
-      -- What is left: the slack tau - (tat - now), negative in debt beyond tau.
-      us, ticks = tauUs - (at - NOW), tauTicks - frac
-      if ticks < 0 then
-        ticks = ticks + limit
-        us = us - 1
-      end
-      if us >= 0 then
-        local whole = floor(ticks / gcd)
-        local slack = us * l
-        if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
-          local available = floor((slack + whole) / w)
-          local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
-          local reset = 0
-          if available < capacity then reset = ceil((window - rem) / limit) end
-          return {0, available, reset, retry, -1, 0}
-        end
       end
     end
   end
@@ -722,6 +719,14 @@ local function saveRecord(s)
   s.known = true
 end
 
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
 -- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
 -- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
 -- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
@@ -736,9 +741,9 @@ local function answer(reply, s, admits, cost, allowed, receipt)
   local n = #reply
   reply[n + 1] = admits and 1 or 0
   reply[n + 2] = available
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = receipt
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
   reply[n + 6] = blocked > 0 and exactText(blocked) or 0
 end
 -- GCRA, the kernel of the token bucket, the leaky bucket and the warm-up bucket: a port
@@ -967,8 +972,9 @@ if NEEDS.g then
     return cost <= s.capacity and waitUs(s, cost) == 0
   end
 
-  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
-  function GCRA.force(s, cost)
+  -- max(tat, now) + the cost of cost permits now: tat after taking them, as whole us and
+  -- ticks.
+  local function after(s, cost)
     local at, frac = s.at, s.frac
     if at < NOW then
       at = NOW
@@ -981,7 +987,12 @@ if NEEDS.g then
       frac = frac - s.limit
       at = at + 1
     end
-    s.at, s.frac = at, frac
+    return at, frac
+  end
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    s.at, s.frac = after(s, cost)
   end
 
   function GCRA.take(s, cost)
@@ -991,18 +1002,7 @@ if NEEDS.g then
       GCRA.force(s, cost)
       return true
     end
-    local at, frac = s.at, s.frac
-    if at < NOW then
-      at = NOW
-      frac = 0
-    end
-    local q, r = costOf(s, cost)
-    at = at + q
-    frac = frac + r
-    if frac >= s.limit then
-      frac = frac - s.limit
-      at = at + 1
-    end
+    local at, frac = after(s, cost)
     local ahead = at - NOW
     if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
       s.at, s.frac = at, frac
@@ -1102,7 +1102,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '33bbd4e1bcef572a15f36f049fb8a513eb1c9517',
+  sha: 'efed6670e4ba7eeaa3fb38a49fef262124115804',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1340,6 +1340,14 @@ local function saveRecord(s)
   s.known = true
 end
 
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
 -- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
 -- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
 -- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
@@ -1354,9 +1362,9 @@ local function answer(reply, s, admits, cost, allowed, receipt)
   local n = #reply
   reply[n + 1] = admits and 1 or 0
   reply[n + 2] = available
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = receipt
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
   reply[n + 6] = blocked > 0 and exactText(blocked) or 0
 end
 -- GCRA, the kernel of the token bucket, the leaky bucket and the warm-up bucket: a port
@@ -1585,8 +1593,9 @@ if NEEDS.g then
     return cost <= s.capacity and waitUs(s, cost) == 0
   end
 
-  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
-  function GCRA.force(s, cost)
+  -- max(tat, now) + the cost of cost permits now: tat after taking them, as whole us and
+  -- ticks.
+  local function after(s, cost)
     local at, frac = s.at, s.frac
     if at < NOW then
       at = NOW
@@ -1599,7 +1608,12 @@ if NEEDS.g then
       frac = frac - s.limit
       at = at + 1
     end
-    s.at, s.frac = at, frac
+    return at, frac
+  end
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    s.at, s.frac = after(s, cost)
   end
 
   function GCRA.take(s, cost)
@@ -1609,18 +1623,7 @@ if NEEDS.g then
       GCRA.force(s, cost)
       return true
     end
-    local at, frac = s.at, s.frac
-    if at < NOW then
-      at = NOW
-      frac = 0
-    end
-    local q, r = costOf(s, cost)
-    at = at + q
-    frac = frac + r
-    if frac >= s.limit then
-      frac = frac - s.limit
-      at = at + 1
-    end
+    local at, frac = after(s, cost)
     local ahead = at - NOW
     if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
       s.at, s.frac = at, frac
@@ -2149,7 +2152,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '1eed667d6a432ef0e4356c17740793cc34d60240',
+  sha: '9ed920348affe7c0d6726395ae4f426985ecb233',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2191,7 +2194,7 @@ do
     local whole = floor(NOW / window)
     local g = whole * slots + floor((NOW - whole * window) * slots / window)
     local head, sum = sunpack('<dd', v, 9)
-    if g <= head and sum + cost <= limit then
+    if g <= head and sum + cost <= limit and head < MAX_SAFE then
       -- Counted in the head generation (never before it).
       local i = head % ring
       local count = sunpack('<d', v, 25 + 8 * i)
@@ -2414,6 +2417,14 @@ local function saveRecord(s)
   s.known = true
 end
 
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
 -- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
 -- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
 -- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
@@ -2428,9 +2439,9 @@ local function answer(reply, s, admits, cost, allowed, receipt)
   local n = #reply
   reply[n + 1] = admits and 1 or 0
   reply[n + 2] = available
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = receipt
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
   reply[n + 6] = blocked > 0 and exactText(blocked) or 0
 end
 -- A sliding window: a port of @sluice/core's sliding-window/kernel.ts. The window is cut

@@ -38,20 +38,42 @@ do
       a = a + 1
     end
     local ahead = a - NOW
-    if ahead < tauUs or (ahead == tauUs and f <= tauTicks) then
-      -- The slack left, tau - (tat - now): available x T + rem ticks.
-      local us, ticks = tauUs - ahead, tauTicks - f
+    local allowed = ahead < tauUs or (ahead == tauUs and f <= tauTicks)
+    -- A refused key is in debt (one that is not admits any cost up to its capacity); a
+    -- debt of centuries, past 2^53 us, is the port's.
+    if (allowed or at >= NOW) and a < MAX_SAFE then
+      -- A refusal's wait: tat + cost x T - tau - now, rounded up to whole us.
+      local retry = 0
+      if not allowed then
+        local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+        if ticks < 0 then
+          ticks = ticks + limit
+          us = us - 1
+        elseif ticks >= limit then
+          ticks = ticks - limit
+          us = us + 1
+        end
+        if us >= 0 then
+          retry = us
+          if ticks > 0 then retry = us + 1 end
+        end
+        a, f = at, frac
+      end
+      -- The slack left, tau - (tat - now) = available x T + rem ticks (negative in debt
+      -- beyond tau: the port).
+      local us, ticks = tauUs - (a - NOW), tauTicks - f
       if ticks < 0 then
         ticks = ticks + limit
         us = us - 1
       end
       local whole = floor(ticks / gcd)
       local slack = us * l
-      if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+      if us >= 0 and slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
         local available = floor((slack + whole) / w)
         local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
         local reset = 0
         if available < capacity then reset = ceil((window - rem) / limit) end
+        if not allowed then return {0, available, reset, retry, -1, 0} end
         local receipt = a
         if f > 0 then receipt = a + 1 end
         local needed = ceil(receipt / 1000)
@@ -65,39 +87,6 @@ do
           redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
         end
         return {1, available, reset, 0, receipt, 0}
-      end
-    elseif at >= NOW then
-      -- Refused (a key that is not in debt admits any cost up to its capacity): the wait
-      -- is tat + cost x T - tau - now, rounded up to whole us.
-      local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
-      if ticks < 0 then
-        ticks = ticks + limit
-        us = us - 1
-      elseif ticks >= limit then
-        ticks = ticks - limit
-        us = us + 1
-      end
-      local retry = 0
-      if us >= 0 then
-        retry = us
-        if ticks > 0 then retry = us + 1 end
-      end
-      -- What is left: the slack tau - (tat - now), negative in debt beyond tau.
-      us, ticks = tauUs - (at - NOW), tauTicks - frac
-      if ticks < 0 then
-        ticks = ticks + limit
-        us = us - 1
-      end
-      if us >= 0 then
-        local whole = floor(ticks / gcd)
-        local slack = us * l
-        if slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
-          local available = floor((slack + whole) / w)
-          local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
-          local reset = 0
-          if available < capacity then reset = ceil((window - rem) / limit) end
-          return {0, available, reset, retry, -1, 0}
-        end
       end
     end
   end

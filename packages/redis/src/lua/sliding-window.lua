@@ -20,7 +20,7 @@ do
     local whole = floor(NOW / window)
     local g = whole * slots + floor((NOW - whole * window) * slots / window)
     local head, sum = sunpack('<dd', v, 9)
-    if g <= head and sum + cost <= limit then
+    if g <= head and sum + cost <= limit and head < MAX_SAFE then
       -- Counted in the head generation (never before it).
       local i = head % ring
       local count = sunpack('<d', v, 25 + 8 * i)

@@ -224,8 +224,9 @@ if NEEDS.g then
     return cost <= s.capacity and waitUs(s, cost) == 0
   end
 
-  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
-  function GCRA.force(s, cost)
+  -- max(tat, now) + the cost of cost permits now: tat after taking them, as whole us and
+  -- ticks.
+  local function after(s, cost)
     local at, frac = s.at, s.frac
     if at < NOW then
       at = NOW
@@ -238,7 +239,12 @@ if NEEDS.g then
       frac = frac - s.limit
       at = at + 1
     end
-    s.at, s.frac = at, frac
+    return at, frac
+  end
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    s.at, s.frac = after(s, cost)
   end
 
   function GCRA.take(s, cost)
@@ -248,18 +254,7 @@ if NEEDS.g then
       GCRA.force(s, cost)
       return true
     end
-    local at, frac = s.at, s.frac
-    if at < NOW then
-      at = NOW
-      frac = 0
-    end
-    local q, r = costOf(s, cost)
-    at = at + q
-    frac = frac + r
-    if frac >= s.limit then
-      frac = frac - s.limit
-      at = at + 1
-    end
+    local at, frac = after(s, cost)
     local ahead = at - NOW
     if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
       s.at, s.frac = at, frac

@@ -87,6 +87,14 @@ local function saveRecord(s)
   s.known = true
 end
 
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
 -- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
 -- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
 -- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
@@ -101,8 +109,8 @@ local function answer(reply, s, admits, cost, allowed, receipt)
   local n = #reply
   reply[n + 1] = admits and 1 or 0
   reply[n + 2] = available
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = receipt
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
   reply[n + 6] = blocked > 0 and exactText(blocked) or 0
 end
