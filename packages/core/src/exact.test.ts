@@ -39,6 +39,12 @@ describe('exact products beyond 2^53', () => {
     )
   })
 
+  it('a large addend stays exact (found by the reconfiguration work)', () => {
+    expect(mulAddDiv(7_710_582_987_972_563, 1, 9_007_199_254_740_991, 5)).toBe(
+      Number((7_710_582_987_972_563n + 9_007_199_254_740_991n) / 5n),
+    )
+  })
+
   it('10^10 a day: one permit is 8.64 µs, the bucket 8.64·10^20 ticks', () => {
     mulDivMod(1, 86_400_000_000, 10_000_000_000)
     expect([PAIR[0], PAIR[1]]).toEqual([8, 6_400_000_000])

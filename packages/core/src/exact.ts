@@ -80,8 +80,11 @@ export function mulAddDivMod(a: number, b: number, c: number, d: number): void {
     PAIR[1] = Number(big % divisor)
     return
   }
-  let q = Math.floor((product + c) / d)
-  let r = remainder(a, b, c, q, d)
+  // c = cq·d + cr first: the split product stays exact only for a small addend.
+  const cq = Math.floor(c / d)
+  const cr = c - cq * d
+  let q = Math.floor((product + cr) / d)
+  let r = remainder(a, b, cr, q, d)
   // The estimate is off by a unit or two at most: step it onto the exact quotient.
   while (r < 0) {
     q -= 1
@@ -91,7 +94,7 @@ export function mulAddDivMod(a: number, b: number, c: number, d: number): void {
     q += 1
     r -= d
   }
-  PAIR[0] = q
+  PAIR[0] = q + cq
   PAIR[1] = r
 }
 

@@ -21,6 +21,7 @@ export {
   type VegasOptions,
 } from './adaptive/adaptive-concurrency'
 export { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
+export { CARRY_MODES, type Carry, type ReconfigureOptions } from './carry'
 export { ManualClock, systemClock } from './clock'
 export { concurrency } from './concurrency/concurrency'
 export { createLimiter } from './create-limiter'
@@ -56,6 +57,7 @@ export type {
   QueuePolicy,
   RateLimiter,
   RateLimiterSpec,
+  ReconfigureSpec,
   SlidingWindowOptions,
   TokenBucketOptions,
   WaitOptions,

@@ -1,3 +1,4 @@
+import type { Carry } from './carry'
 import type { NormalizedRateSpec } from './types'
 
 /**
@@ -96,4 +97,27 @@ export interface RateKernel {
   read(row: number, into: Float64Array | number[], at?: number): void
   /** Replaces the row's state with numbers `read` wrote (from this kernel or a twin). */
   write(row: number, from: ArrayLike<number>, at?: number): void
+  /**
+   * Gives `row` the state `from` (a kernel of another spec of the same algorithm) holds in
+   * `fromRow` (-1: a key with no row), carried over at `now` as `carry` says: what a key
+   * keeps when its policy is reconfigured. A pure function of the old spec and row, the new
+   * spec, the time and the mode, in integers, so every process and store computes the same
+   * row; with an unchanged spec it changes no decision (`'reset'` aside), so converting
+   * twice is converting once. A fresh row stays fresh.
+   */
+  carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void
+}
+
+/**
+ * The refusal to carry state between two algorithms: their rows mean different things.
+ *
+ * @example
+ * ```ts
+ * throw carryMismatch(kernel.spec, from.spec)
+ * ```
+ */
+export function carryMismatch(to: NormalizedRateSpec, from: NormalizedRateSpec): TypeError {
+  return new TypeError(
+    `carry: cannot carry '${from.algorithm}' state into a '${to.algorithm}' kernel; state carries over only between specs of one algorithm`,
+  )
 }

@@ -1,3 +1,5 @@
+import type { ReconfigureOptions } from './carry'
+
 /**
  * A length of time: milliseconds as a number, or a string such as `'250ms'`, `'1s'`,
  * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`.
@@ -59,6 +61,15 @@ export interface RateLimiter extends Limiter {
   receipt(): number
   /** Waits (FIFO) until `permits` are taken, up to `timeout`, cancellable by `signal`. */
   acquire(permits?: number, options?: WaitOptions): Promise<void>
+  /**
+   * Changes the spec while the limiter runs, carrying its state over as `carry` says
+   * (default `'proportional'`; see `Carry`). The spec is whole, of the same
+   * algorithm: options left out take their defaults. Waiters keep their places: a bucket's
+   * reservations are served at their times, a window's queue is served in order under the
+   * new limit (a waiter asking more than it can ever hold is rejected). Bad input throws
+   * and leaves the old spec working.
+   */
+  reconfigure(spec: ReconfigureSpec<RateLimiterSpec>, options?: ReconfigureOptions): void
 }
 
 /** A held slot of a concurrency limiter. `using p = limiter.tryEnter()` frees it on scope exit. */
@@ -148,6 +159,18 @@ export interface ConcurrencyLimiter extends Limiter {
    * first served (see `queuePolicy`).
    */
   enter(options?: WaitOptions & EnterOptions): Promise<Permit>
+  /**
+   * Changes `max` and `maxQueue` while the limiter runs. Permits in flight are never
+   * revoked: below `inFlight`, new entries are refused until enough are released. Queued
+   * waiters keep their order and are served as room appears (one asking more than the new
+   * `max` is rejected); a shorter `maxQueue` turns away only newcomers. Priorities stay as
+   * built (given again, they must be unchanged). `carry` is checked but changes nothing
+   * here: held permits are all the state there is.
+   */
+  reconfigure(
+    spec: ReconfigureSpec<ConcurrencySpec> & PriorityOptions,
+    options?: ReconfigureOptions,
+  ): void
 }
 
 /** Options every factory takes. */
@@ -209,6 +232,17 @@ export type LimiterSpec =
   | SpecOf<'fixed-window', FixedWindowOptions>
   | SpecOf<'warm-up', WarmUpTokenBucketOptions>
   | SpecOf<'concurrency', ConcurrencyOptions>
+
+type ConcurrencySpec = Extract<LimiterSpec, { algorithm: 'concurrency' }>
+
+/**
+ * What `reconfigure` takes: a whole spec of the limiter's own algorithm, as
+ * `createLimiter` takes it or as its factory's options (`algorithm` left out). `name` and
+ * `clock` may be given only as they are.
+ */
+export type ReconfigureSpec<S extends LimiterSpec = LimiterSpec> = (S extends unknown
+  ? S | Omit<S, 'algorithm'>
+  : never) & { clock?: Clock }
 
 /**
  * The name of a limiter algorithm, as written in a spec for {@link createLimiter} (and in

@@ -110,6 +110,19 @@ export class WaitQueue {
     this.wake = undefined
   }
 
+  /**
+   * After the owner's limit changed: rejects the waiters asking more than `capacity` (they
+   * could never be served), as `acquire` would have, and serves the rest in order.
+   */
+  refuseAbove(capacity: number): void {
+    for (const waiter of this.waiters) {
+      if (waiter.permits <= capacity) continue
+      this.settle(waiter)
+      waiter.reject(neverError(this.owner.name, waiter.permits, capacity))
+    }
+    this.drain()
+  }
+
   private head(): Waiter | undefined {
     for (const waiter of this.waiters) return waiter
     return undefined

@@ -1,7 +1,19 @@
+import type { AlgorithmDefinition } from './algorithm'
+import type { ReconfigureOptions } from './carry'
 import type { RateKernel } from './kernel'
 import { invalidPermits, isPermitCount } from './options'
-import type { Clock, RateLimiter, WaitOptions } from './types'
+import { reconfigureKernel } from './reconfigure'
+import type {
+  Clock,
+  NormalizedSpec,
+  RateLimiter,
+  RateLimiterSpec,
+  ReconfigureSpec,
+  WaitOptions,
+} from './types'
 import { type Waitable, WaitQueue } from './wait-queue'
+
+type WindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' | 'fixed-window' }>
 
 /**
  * A sliding or fixed window: its kernel on one row, read at the clock's time. `acquire`
@@ -11,22 +23,47 @@ import { type Waitable, WaitQueue } from './wait-queue'
  */
 export class WindowLimiter implements RateLimiter, Waitable {
   readonly name: string
-  readonly limit: number
-  readonly windowMs: number
+  readonly #definition: AlgorithmDefinition<WindowSpec>
   readonly #factory: string
   readonly #clock: Clock
-  readonly #kernel: RateKernel
+  #kernel: RateKernel
   #queue: WaitQueue | undefined
 
-  constructor(factory: string, name: string, clock: Clock, kernel: RateKernel) {
-    this.#factory = factory
+  constructor(
+    definition: AlgorithmDefinition<WindowSpec>,
+    name: string,
+    clock: Clock,
+    kernel: RateKernel,
+  ) {
+    this.#definition = definition
+    this.#factory = definition.factory
     this.name = name
     this.#clock = clock
     this.#kernel = kernel
-    this.limit = kernel.spec.limit
-    this.windowMs = kernel.spec.window
     kernel.resize(1)
     kernel.clear(0, clock.now())
+  }
+
+  get limit(): number {
+    return this.#kernel.spec.limit
+  }
+
+  get windowMs(): number {
+    return this.#kernel.spec.window
+  }
+
+  /** The queue is served again, in order, under the new limit. */
+  reconfigure(spec: ReconfigureSpec<RateLimiterSpec>, options?: ReconfigureOptions): void {
+    const next = reconfigureKernel(
+      this.#definition,
+      this.name,
+      this.#clock,
+      this.#kernel,
+      spec,
+      options,
+    )
+    this.#kernel = next.kernel
+    this.#queue?.refuseAbove(next.kernel.capacity)
   }
 
   get #waiting(): boolean {

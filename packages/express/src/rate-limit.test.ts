@@ -112,7 +112,7 @@ describe('rateLimit (express)', () => {
     expect((await request(app).get('/cost')).status).toBe(500)
     expect(errors).toEqual([
       'rateLimit: the "key" function failed: no key today',
-      'rateLimit: "cost" must return a positive integer, got 0',
+      'rateLimit: "cost" must return a positive integer or { [policyName]: number }, got 0',
     ])
   })
 

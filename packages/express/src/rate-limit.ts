@@ -19,7 +19,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Request, Response
 }
 
 /** The middleware `rateLimit()` returns: a request handler with a few handles on its state. */
-export interface RateLimitMiddleware extends RequestHandler, RateLimitHandles {}
+export interface RateLimitMiddleware extends RequestHandler, RateLimitHandles<Request> {}
 
 /**
  * Builds `rateLimit()` (or `@RateLimit()`, named by `factory`); `run` answers one request

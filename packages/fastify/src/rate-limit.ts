@@ -44,7 +44,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<FastifyRequest, F
 }
 
 /** The hook `rateLimit()` returns, with a few handles on its state. */
-export interface RateLimitHook extends onRequestHookHandler, RateLimitHandles {}
+export interface RateLimitHook extends onRequestHookHandler, RateLimitHandles<FastifyRequest> {}
 
 /**
  * Rate-limits requests per key (default: client address, `request.ip`) with one or

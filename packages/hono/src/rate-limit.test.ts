@@ -287,7 +287,7 @@ describe('rateLimit (hono)', () => {
     expect((await app.request('/cost')).status).toBe(500)
     expect(errors).toEqual([
       'rateLimit: the "key" function failed: no key today',
-      'rateLimit: "cost" must return a positive integer, got 0',
+      'rateLimit: "cost" must return a positive integer or { [policyName]: number }, got 0',
     ])
   })
 

@@ -29,7 +29,7 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 }
 
 /** The middleware `rateLimit()` returns: a Hono middleware with a few handles on its state. */
-export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & RateLimitHandles
+export type RateLimitMiddleware = MiddlewareHandler<RateLimitEnv> & RateLimitHandles<Context>
 
 /** Builds `rateLimit()`, or `@RateLimit()` when `factory` names it so. */
 export function createRateLimit(

@@ -55,6 +55,15 @@ function enter(engine: Engine, req: FakeRequest = {}) {
 const later = (engine: Engine, req: FakeRequest = {}) =>
   Promise.resolve(engine.admit(req, new Map()))
 
+/** The work and the response of an admitted request both over (`gone`: its client left). */
+function over(
+  outcome: { workDone(failed: boolean): void; done(gone: boolean): void },
+  gone: boolean,
+) {
+  outcome.workDone(false)
+  outcome.done(gone)
+}
+
 /** One turn of the event loop: every promise callback queued so far has run. No time passes. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
@@ -94,13 +103,16 @@ describe('BulkheadEngine', () => {
     expect(store.inFlight).toBe(0)
   })
 
-  it('an adaptive permit whose client left counts as dropped, once the work is over', () => {
-    const released: (boolean | undefined)[] = []
+  it('an adaptive permit whose client left counts as aborted (no sample), once the work is over', () => {
+    const released: (string | undefined)[] = []
     const limiter = {
       name: 'fake',
       limit: 2,
       inFlight: 0,
-      tryEnter: () => ({ release: (o?: { dropped?: boolean }) => void released.push(o?.dropped) }),
+      tryEnter: () => ({
+        release: (o?: { dropped?: boolean; aborted?: boolean }) =>
+          void released.push(o?.aborted ? 'aborted' : o?.dropped ? 'dropped' : undefined),
+      }),
       subscribe: () => () => {},
     }
     const engine = new BulkheadEngine({ options: { max: limiter as never }, request, response })
@@ -111,7 +123,7 @@ describe('BulkheadEngine', () => {
     const finished = enter(engine).outcome
     finished.workDone(false)
     finished.done(false)
-    expect(released).toEqual([true, false])
+    expect(released).toEqual(['aborted', undefined])
   })
 
   it('gives the handler a signal that aborts when its client leaves', () => {
@@ -508,12 +520,12 @@ describe('BulkheadEngine with priorities', () => {
       'Retry-After': '1',
     })
     expect(engine.queued()).toBe(1)
-    held[0]!.outcome.done(false)
+    over(held[0]!.outcome, false)
     const admitted = await critical
     expect(admitted).toMatchObject({ action: 'pass', decision: { partition: 'critical' } })
     expect([store.inFlight, engine.queued()]).toEqual([2, 0])
     // Admitted requests keep the plain policy name in their headers.
-    admitted.done(false)
+    over(admitted, false)
     expect(enter(engine, { tier: 'critical' }).headers.RateLimit).toBe('"2-concurrent";r=0')
   })
 
@@ -547,7 +559,7 @@ describe('BulkheadEngine with priorities', () => {
     const waiting = [queue('critical', 'c'), queue('default', 'd1'), queue('default', 'd2')]
     await turn()
     for (const outcome of critical) {
-      outcome.done(false)
+      over(outcome, false)
       await turn()
     }
     await Promise.all(waiting)
@@ -565,13 +577,13 @@ describe('BulkheadEngine with priorities', () => {
       const b = later(engine, { tier: 'critical' })
       enter(engine, { tier: 'sheddable' })
       clock.advance(250)
-      a1.done(false)
+      over(a1, false)
       const bIn = await b
       const c = later(engine, { tier: 'critical' })
       await clock.advanceAsync(1_000)
       expect((await c).action).toBe('refuse')
-      a2.done(false)
-      bIn.done(false)
+      over(a2, false)
+      over(bIn, false)
       const event = (
         name: string,
         partition: string,
@@ -616,7 +628,7 @@ describe('BulkheadEngine with priorities', () => {
     await expect(waiting).rejects.toBe(reason)
     expect(engine.queued('a')).toBe(0)
     expect(enter(engine, { tenant: 'b', tier: 'sheddable' }).outcome.action).toBe('pass')
-    holder.done(true)
+    over(holder, true)
     expect(store.inFlight).toBe(1)
     expect(enter(engine, { tenant: 'a' }).outcome.action).toBe('pass')
   })
@@ -640,13 +652,13 @@ describe('BulkheadEngine with priorities', () => {
     const [w1, w2, w3] = [later(engine), later(engine), later(engine)]
     // [0, 100) let one request in without waiting: healthy. w1 gets the slot at 100.
     await clock.advanceAsync(100)
-    held.done(false)
+    over(held, false)
     const first = await w1
     expect(first.action).toBe('pass')
     // [100, 200) let in only w1, who had waited 100 ms: overloaded. w2 and w3, waiting
     // 200 ms (past twice the 5 ms target), are dropped; a newcomer finds the slot free.
     await clock.advanceAsync(100)
-    first.done(false)
+    over(first, false)
     expect([(await w2).action, (await w3).action]).toEqual(['refuse', 'refuse'])
     expect(enter(engine).outcome.action).toBe('pass')
   })
@@ -667,7 +679,7 @@ describe('BulkheadEngine with priorities', () => {
       limit: 3,
     })
     clock.advance(10)
-    probe[0]!.done(false)
+    over(probe[0]!, false)
     expect(await critical).toMatchObject({ action: 'pass', decision: { partition: 'critical' } })
     expect(limiter.inFlight).toBe(3)
   })
@@ -685,10 +697,10 @@ describe('BulkheadEngine with an adaptive max', () => {
     for (let round = 0; round < 2; round++) {
       const [gone, a, b] = [0, 1, 2].map(() => enter(engine).outcome)
       clock.advance(1)
-      gone!.done(true)
+      over(gone!, true)
       clock.advance(9)
-      a!.done(false)
-      b!.done(false)
+      over(a!, false)
+      over(b!, false)
     }
     expect([limiter.probing, limiter.noLoadRtt]).toEqual([false, 10])
   })

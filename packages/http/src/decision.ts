@@ -1,4 +1,4 @@
-import type { PolicyResult } from '@sluice/keyed/store'
+import type { Cost, PolicyResult } from '@sluice/keyed/store'
 
 /**
  * What a handler sees of a rate-limit decision (`req.rateLimit`, `ctx.state.rateLimit`,
@@ -76,32 +76,15 @@ export interface BulkheadInfo {
 export interface Decision extends RateLimitInfo {
   /** 0 when allowed; otherwise milliseconds until it could pass (`Infinity`: never). */
   readonly retryAfterMs: number
-  /** Permits this request took (or asked for). */
+  /** Permits this request took (or asked for): with a cost per policy, their sum. */
   readonly cost: number
+  /** What each policy was charged: one number for all, or one per policy. */
+  readonly charged: Cost
   /** One entry per policy, in the order configured. */
   readonly results: readonly PolicyResult[]
   /** A bulkhead with priorities: the request's partition (its priority), which refused it if it was refused. */
   readonly partition?: string
 }
 
-/**
- * Picks the result a single-valued header and `req.rateLimit` should show: when rejected,
- * the rejecting policy with the longest wait; when admitted, the one with the fewest
- * permits left. Ties go to the earlier policy.
- */
-export function primaryIndex(results: readonly PolicyResult[], allowed: boolean): number {
-  let best = 0
-  for (let i = 1; i < results.length; i++) {
-    const candidate = results[i]!
-    const current = results[best]!
-    if (allowed) {
-      if (candidate.remaining < current.remaining) best = i
-    } else if (
-      !candidate.allowed &&
-      (current.allowed || candidate.retryAfterMs > current.retryAfterMs)
-    ) {
-      best = i
-    }
-  }
-  return best
-}
+/** The result a single-valued header and `req.rateLimit` show: defined once, in keyed. */
+export { primaryIndex } from '@sluice/keyed/store'

@@ -3,7 +3,7 @@ import type { BulkheadEngine } from './bulkhead-engine'
 import type { KeyState, RateLimitEngine } from './rate-limit-engine'
 
 /** What every adapter's `rateLimit()` middleware carries besides being a middleware. */
-export interface RateLimitHandles {
+export interface RateLimitHandles<Req = never> {
   /** The policies (for limits that depend on the request: those met so far). */
   readonly policies: readonly Policy[]
   /** Where the per-key state lives. */
@@ -12,6 +12,8 @@ export interface RateLimitHandles {
   get(key: string): MaybePromise<readonly KeyState[]>
   /** Forgets a key's state (and any block) under this middleware's policies. */
   resetKey(key: string): MaybePromise<void>
+  /** The exact key this middleware counts `req` under, as `get` and `resetKey` take it. */
+  keyFor(req: Req): MaybePromise<string>
 }
 
 /** What every adapter's `bulkhead()` middleware carries besides being a middleware. */
@@ -36,13 +38,14 @@ export interface BulkheadHandles {
 export function withRateLimitHandles<F extends Function, Req, Res>(
   middleware: F,
   engine: RateLimitEngine<Req, Res>,
-): F & RateLimitHandles {
+): F & RateLimitHandles<Req> {
   return Object.defineProperties(middleware, {
     policies: { get: () => engine.policies, enumerable: true },
     store: { value: engine.store, enumerable: true },
     get: { value: (key: string) => engine.get(key), enumerable: true },
     resetKey: { value: (key: string) => engine.resetKey(key), enumerable: true },
-  }) as F & RateLimitHandles
+    keyFor: { value: (req: Req) => engine.keyFor(req), enumerable: true },
+  }) as F & RateLimitHandles<Req>
 }
 
 /**

@@ -172,12 +172,16 @@ describe('RateLimitEngine.admit', () => {
     [
       'a cost of 0',
       { cost: () => 0 },
-      new TypeError('rateLimit: "cost" must return a positive integer, got 0'),
+      new TypeError(
+        'rateLimit: "cost" must return a positive integer or { [policyName]: number }, got 0',
+      ),
     ],
     [
       'a cost of 1.5, asynchronously',
       { cost: async () => 1.5 },
-      new TypeError('rateLimit: "cost" must return a positive integer, got 1.5'),
+      new TypeError(
+        'rateLimit: "cost" must return a positive integer or { [policyName]: number }, got 1.5',
+      ),
     ],
     [
       'a limit function returning text',

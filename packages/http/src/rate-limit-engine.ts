@@ -8,15 +8,20 @@ import {
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
-import type { Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
+import type { Cost, Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
 import {
   claimPolicies,
+  costAt,
   emitWarning,
   isPromiseLike,
+  type KeyedCost,
+  longestWait,
+  lookupKey,
   type MaybePromise,
   POLICY_OPTIONS,
   type PolicyOptions,
   rateLimitChannel,
+  storeCost,
   warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import { type Decision, primaryIndex } from './decision'
@@ -72,8 +77,12 @@ export interface RateLimitOptions<Req = unknown, Res = unknown>
     | ((req: Req) => readonly PolicyOptions[] | Promise<readonly PolicyOptions[]>)
   /** Finds the budget a request counts against. Default `keys.ip()`. */
   key?: KeyExtractor<Req>
-  /** Permits a request takes: a positive integer or a function of the request. Default 1. */
-  cost?: number | ((req: Req) => number | Promise<number>)
+  /**
+   * Permits a request takes (with `settle`: its estimate): a positive integer for every
+   * policy, `{ [policyName]: n }` charging each named policy its own amount (a policy not
+   * named is charged 0), or a function of the request returning either. Default 1.
+   */
+  cost?: KeyedCost | ((req: Req) => KeyedCost | Promise<KeyedCost>)
   /** Which RateLimit headers to send. Default `'draft-8'` (`false` in dry run). */
   headers?: HeaderMode
   /** Delay requests over the limit (up to `timeout`) instead of refusing them. */
@@ -87,6 +96,15 @@ export interface RateLimitOptions<Req = unknown, Res = unknown>
    * passed are not given back.
    */
   refundWhen?: (req: Req, res: Res) => boolean | Promise<boolean>
+  /**
+   * Called once the response is over, whether it finished or its client went away (`res`
+   * tells which): the request's actual cost, for a `cost` that was only an estimate (an
+   * LLM answer's tokens, known at the end of its stream). The difference is refunded, as
+   * far as it still counts, or the excess charged as debt that later requests wait out. A
+   * number for every policy, or `{ [policyName]: n }` (a policy not named is charged 0).
+   * Not with `refundWhen` (return 0 instead).
+   */
+  settle?: (req: Req, res: Res) => KeyedCost | Promise<KeyedCost>
   /** Status of a refusal. Default 429. */
   statusCode?: number
   /** Body of a refusal. Default `'Too Many Requests'`. */
@@ -112,6 +130,7 @@ const OPTION_NAMES = [
   'wait',
   'skip',
   'refundWhen',
+  'settle',
   'dryRun',
   'validate',
 ]
@@ -166,10 +185,11 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   /** The middleware's policies, or those met so far when they depend on the request. */
   readonly source: PolicySource<Req>
   readonly dryRun: boolean
-  readonly #cost: number
-  readonly #costOf: ((req: Req) => number | Promise<number>) | undefined
+  readonly #cost: KeyedCost
+  readonly #costOf: ((req: Req) => KeyedCost | Promise<KeyedCost>) | undefined
   readonly #skip: ((req: Req) => boolean | Promise<boolean>) | undefined
   readonly refundWhen: ((req: Req, res: Res) => boolean | Promise<boolean>) | undefined
+  readonly settleCost: ((req: Req, res: Res) => KeyedCost | Promise<KeyedCost>) | undefined
   readonly #headerMode: HeaderMode
   readonly #writers = new WeakMap<readonly Policy[], HeaderWriter | undefined>()
   /** The writer of the fixed policies, found without a WeakMap lookup per request. */
@@ -195,12 +215,26 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     if (typeof cost === 'function') {
       this.#cost = 1
       this.#costOf = cost
+    } else if (typeof cost === 'object' && cost !== null) {
+      // Checked against the policies now when they are fixed, else per request.
+      if (this.source.fixed !== undefined) storeCost(factory, this.source.fixed, cost)
+      this.#cost = cost
+      this.#costOf = undefined
     } else {
       this.#cost = readPositiveInteger(factory, 'cost', cost)
       this.#costOf = undefined
     }
     this.#skip = readFunction(factory, 'skip', options.skip)
     this.refundWhen = readFunction(factory, 'refundWhen', options.refundWhen)
+    this.settleCost = readFunction(factory, 'settle', options.settle)
+    if (this.refundWhen !== undefined && this.settleCost !== undefined) {
+      throw typeError(
+        factory,
+        'settle',
+        'cannot be combined with "refundWhen" (settle can return 0 for a request not to count)',
+        options.settle,
+      )
+    }
     this.dryRun = readBoolean(factory, 'dryRun', options.dryRun, false)
     this.#headerMode =
       options.headers === undefined ? (this.dryRun ? false : 'draft-8') : options.headers
@@ -337,21 +371,36 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   }
 
   #costed(req: Req, res: Res, key: string, policies: readonly Policy[]): MaybePromise<Outcome> {
-    if (this.#costOf === undefined) return this.#take(req, res, key, policies, this.#cost)
+    if (this.#costOf === undefined) {
+      const cost = this.#cost
+      const charged = typeof cost === 'number' ? cost : this.#checkCost(cost, policies)
+      return this.#take(req, res, key, policies, charged)
+    }
     const cost = this.#call('cost', this.#costOf, req)
     if (isPromiseLike(cost)) {
       return Promise.resolve(cost).then((c) =>
-        this.#take(req, res, key, policies, this.#checkCost(c)),
+        this.#take(req, res, key, policies, this.#checkCost(c, policies)),
       )
     }
-    return this.#take(req, res, key, policies, this.#checkCost(cost))
+    return this.#take(req, res, key, policies, this.#checkCost(cost, policies))
   }
 
-  #checkCost(cost: unknown): number {
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-      throw typeError(this.factory, 'cost', 'must return a positive integer', cost)
+  /** A cost as the store takes it, for this request's policies. */
+  #checkCost(cost: unknown, policies: readonly Policy[]): Cost {
+    return this.#readCost('cost', cost, policies, 1)
+  }
+
+  /**
+   * What a `cost` or `settle` function returned, as the store takes it: an integer of at
+   * least `least` for every policy, or `{ [policyName]: n }`.
+   */
+  #readCost(option: string, cost: unknown, policies: readonly Policy[], least: 0 | 1): Cost {
+    if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= least) return cost
+    if (typeof cost === 'object' && cost !== null && !Array.isArray(cost)) {
+      return storeCost(`${this.factory}: "${option}"`, policies, cost)
     }
-    return cost
+    const rule = least === 1 ? 'a positive integer' : 'a non-negative integer'
+    throw typeError(this.factory, option, `must return ${rule} or { [policyName]: number }`, cost)
   }
 
   #take(
@@ -359,7 +408,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     res: Res,
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
   ): MaybePromise<Outcome> {
     if (this.#waitMs !== undefined && this.queue.has(key)) {
       // Others are already waiting for this key: taking now would jump the queue.
@@ -379,7 +428,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     res: Res,
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     taken: TakeResult,
   ): MaybePromise<Outcome> {
     if (taken.allowed || this.#waitMs === undefined) {
@@ -401,7 +450,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     res: Res,
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     first: TakeResult | undefined,
   ): Promise<TakeResult> {
     const deadline = this.clock.now() + this.#waitMs!
@@ -414,7 +463,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         if (this.queue.isHead(me)) {
           taken ??= await this.store.take(key, policies, cost)
           if (taken.allowed) return taken
-          const retryAfterMs = longestWait(taken)
+          const retryAfterMs = longestWait(taken.results)
           if (!(this.clock.now() + retryAfterMs <= deadline)) return taken
           // A refusal always names a wait; should a store say 0, pause a tick rather than spin.
           await this.queue.sleep(me, retryAfterMs > 0 ? retryAfterMs : 1, signal)
@@ -440,7 +489,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     res: Res,
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     taken: TakeResult,
   ): Outcome {
     const decided = decision(taken, key, cost, !this.dryRun)
@@ -460,14 +509,66 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
    */
   get(key: string): MaybePromise<readonly KeyState[]> {
     const policies = this.policies
-    const states = this.store.get(key, policies)
+    const states = this.store.get(lookupKey(key), policies)
     if (isPromiseLike(states)) return Promise.resolve(states).then(toKeyStates)
     return toKeyStates(states)
   }
 
-  /** Forgets a key's state (and any block) under this middleware's policies. */
+  /**
+   * Forgets a key's state (and any block) under this middleware's policies; with policies
+   * picked per request (`limit` or `policies` functions), under every policy of its store
+   * that holds the key, so no plan's state survives.
+   */
   resetKey(key: string): MaybePromise<void> {
-    return this.store.reset(key, this.policies)
+    const stored = lookupKey(key)
+    return this.source.fixed === undefined
+      ? this.store.reset(stored)
+      : this.store.reset(stored, this.policies)
+  }
+
+  /**
+   * The exact key this middleware counts `req` under, as the store holds it (a
+   * `keys.first` tag, an IPv6 subnet, a long key's digest): what `get` and `resetKey` take.
+   */
+  keyFor(req: Req): MaybePromise<string> {
+    return this.keyOf(req)
+  }
+
+  /**
+   * After the response, with `settle`: charges the request's actual cost instead of its
+   * estimate, whether the response finished or its client left (the callback's `res`
+   * tells which). Returns the store calls still under way (their failure reported).
+   */
+  #settleActual(req: Req, res: Res, decided: Decision): Promise<void> | undefined {
+    if (!decided.allowed) return undefined
+    const report = (error: unknown) =>
+      emitWarning(
+        this.factory,
+        'ERR_SLUICE_SETTLE_FAILED',
+        `settle or the store failed after the response, so the estimate stands: ${String(error)}`,
+      )
+    const policies = decided.results.map((r) => r.policy)
+    const apply = (actual: unknown): MaybePromise<unknown> => {
+      const real = this.#readCost('settle', actual, policies, 0)
+      const estimate = decided.charged
+      const back = policies.map((_, i) => Math.max(0, costAt(estimate, i) - costAt(real, i)))
+      const more = policies.map((_, i) => Math.max(0, costAt(real, i) - costAt(estimate, i)))
+      const receipts = decided.results.map((r) => r.receipt)
+      const refunded = back.some((n) => n > 0)
+        ? this.store.refund(decided.key, policies, back, receipts)
+        : undefined
+      const force = () =>
+        more.some((n) => n > 0) ? this.store.force(decided.key, policies, more) : undefined
+      return isPromiseLike(refunded) ? Promise.resolve(refunded).then(force) : force()
+    }
+    try {
+      const actual = this.settleCost!(req, res)
+      const applied = isPromiseLike(actual) ? Promise.resolve(actual).then(apply) : apply(actual)
+      if (isPromiseLike(applied)) return Promise.resolve(applied).then(() => undefined, report)
+    } catch (error) {
+      report(error)
+    }
+    return undefined
   }
 
   /**
@@ -475,6 +576,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
    * refund still under way, if any (its failure already reported).
    */
   settle(req: Req, res: Res, decided: Decision, gone: boolean): Promise<void> | undefined {
+    if (this.settleCost !== undefined) return this.#settleActual(req, res, decided)
     const refundWhen = this.refundWhen
     // Dry run refunds too: its store took the permits, and its decisions must report what
     // enforcement would decide, which counts only what refundWhen keeps.
@@ -484,7 +586,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       return this.store.refund(
         decided.key,
         decided.results.map((r) => r.policy),
-        decided.cost,
+        decided.charged,
         receipts,
       )
     }
@@ -546,7 +648,10 @@ class RateLimitOutcome<Req, Res> implements Outcome {
   ) {
     this.action = decision.allowed || !decision.enforced ? 'pass' : 'refuse'
     this.status = engine.statusCode
-    this.holds = counted && engine.refundWhen !== undefined && decision.allowed
+    this.holds =
+      counted &&
+      (engine.refundWhen !== undefined || engine.settleCost !== undefined) &&
+      decision.allowed
   }
 
   get exposes(): 'rateLimit' {
@@ -579,18 +684,11 @@ class RateLimitOutcome<Req, Res> implements Outcome {
   workDone(): void {}
 }
 
-/** The longest wait among the refusing policies: when all of them would admit. */
-function longestWait(taken: TakeResult): number {
-  let wait = 0
-  for (const r of taken.results) if (!r.allowed && r.retryAfterMs > wait) wait = r.retryAfterMs
-  return wait
-}
-
 /**
  * Builds the decision from a store answer: the numbers of the policy to show (the
  * refusing one with the longest wait, or the one with the fewest permits left).
  */
-export function decision(taken: TakeResult, key: string, cost: number, enforced = true): Decision {
+export function decision(taken: TakeResult, key: string, cost: Cost, enforced = true): Decision {
   const { allowed, results } = taken
   const shown = results[primaryIndex(results, allowed)]!
   return {
@@ -601,8 +699,9 @@ export function decision(taken: TakeResult, key: string, cost: number, enforced 
     resetMs: shown.resetMs,
     key,
     policy: shown.policy.name,
-    retryAfterMs: allowed ? 0 : longestWait(taken),
-    cost,
+    retryAfterMs: allowed ? 0 : longestWait(taken.results),
+    cost: typeof cost === 'number' ? cost : cost.reduce((sum, c) => sum + c, 0),
+    charged: cost,
     results,
   }
 }

@@ -1,7 +1,7 @@
 // The checks of a store call's arguments, made alike by every store and the keyed limiter.
 
 import { describe } from '@sluice/core/validation'
-import type { Cost } from './store'
+import type { Cost, Policy } from './store'
 
 /** A cost for one policy: a non-negative safe integer. */
 function isCost(value: unknown): value is number {
@@ -61,4 +61,52 @@ export function checkBlock(method: string, ms: unknown): asserts ms is number {
       `${method}: "ms" must be a non-negative number of milliseconds, got ${describe(ms)}`,
     )
   }
+}
+
+/**
+ * What a keyed call is charged: one number for every policy, or `{ [policyName]: n }`
+ * charging each named policy its own amount (a policy not named is charged 0), e.g.
+ * `{ requests: 1, tokens: 1200 }`.
+ */
+export type KeyedCost = number | Readonly<Record<string, number>>
+
+/** Each policy list's names, by position: a map from a name to its index. */
+const positions = new WeakMap<readonly Policy[], ReadonlyMap<string, number>>()
+
+/**
+ * A keyed cost as a store takes it (a number, or one number per policy), checked: errors
+ * name `method`, and a name that is none of the policies' lists them.
+ *
+ * @example
+ * ```ts
+ * storeCost('keyedLimiter.consume', [requests, tokens], { tokens: 1200 }) // [0, 1200]
+ * ```
+ */
+export function storeCost(method: string, policies: readonly Policy[], cost: unknown): Cost {
+  if (typeof cost === 'number') {
+    checkCost(method, cost, policies.length)
+    return cost
+  }
+  if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
+    throw new TypeError(
+      `${method}: "cost" must be a positive integer or { [policyName]: number }, got ${describe(cost)}`,
+    )
+  }
+  let names = positions.get(policies)
+  if (names === undefined) {
+    names = new Map(policies.map((policy, i) => [policy.name, i]))
+    positions.set(policies, names)
+  }
+  const costs = new Array<number>(policies.length).fill(0)
+  for (const [name, value] of Object.entries(cost)) {
+    const index = names.get(name)
+    if (index === undefined) {
+      throw new TypeError(
+        `${method}: "cost" names no policy: ${describe(name)} (policies: ${policies.map((p) => `"${p.name}"`).join(', ')})`,
+      )
+    }
+    costs[index] = value as number
+  }
+  checkCost(method, costs, policies.length)
+  return costs
 }

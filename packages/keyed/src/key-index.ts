@@ -94,6 +94,13 @@ export class KeyIndex {
     this.#free = row
   }
 
+  /** Forgets the least recently used key; false when none is held. */
+  evictOldest(): boolean {
+    if (this.#oldest === -1) return false
+    this.remove(this.#oldest)
+    return true
+  }
+
   /** Forgets `key`, if held. */
   delete(key: string): void {
     const row = this.find(key)
@@ -119,7 +126,7 @@ export class KeyIndex {
   }
 
   #growTo(rows: number): void {
-    const capacity = Math.min(this.#max, Math.max(64, this.#capacity * 2, rows))
+    const capacity = Math.min(this.#max, Math.max(8, this.#capacity * 2, rows))
     const newer = new Int32Array(capacity)
     newer.set(this.#newer)
     this.#newer = newer

@@ -51,3 +51,22 @@ export function boundedKey(key: string): string {
 export function storedKey(key: string): string {
   return key.length > MAX_KEY_LENGTH || key.startsWith(DIGEST) ? digest(key) : key
 }
+
+/** The digest form's length: its prefix and a base64url SHA-256 (43 characters). */
+const DIGEST_LENGTH = DIGEST.length + 43
+const DIGEST_FORM = /^sha256:[A-Za-z0-9_-]{43}$/
+
+/**
+ * The stored key for a key an operator hands over (`get`, `resetKey`, `delete`): a key in
+ * the digest form (what `keyFor`, the decision and the events show for a long key) is
+ * taken as already stored, anything else is normalised as a request's key would be. Not
+ * for keys a client sends: there a digest-like key is hashed (see {@link storedKey}).
+ *
+ * @example
+ * ```ts
+ * lookupKey(storedKey('x'.repeat(300))) === storedKey('x'.repeat(300)) // true
+ * ```
+ */
+export function lookupKey(key: string): string {
+  return key.length === DIGEST_LENGTH && DIGEST_FORM.test(key) ? key : storedKey(key)
+}

@@ -30,7 +30,14 @@ describe('keyedLimiter: consume', () => {
     expect(refused).toMatchObject({ allowed: false, remaining: 0, receipt: undefined })
     expect(refused.retryAfterMs).toBe(1100)
     expect(refused.policies).toEqual([
-      { policy: '3-per-1s', allowed: false, remaining: 0, resetMs: 1100, retryAfterMs: 1100 },
+      {
+        policy: '3-per-1s',
+        allowed: false,
+        blocked: false,
+        remaining: 0,
+        resetMs: 1100,
+        retryAfterMs: 1100,
+      },
     ])
     // Another key has its own budget.
     expect(limiter.consume('b').remaining).toBe(2)
@@ -60,7 +67,7 @@ describe('keyedLimiter: consume', () => {
     expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 88_800, 9_998_800])
     expect(() => limiter.consume('org', { token: 1 })).toThrow(
       new TypeError(
-        'keyedLimiter.consume: "cost" names no policy of this limiter: "token" (policies: "requests", "tokens", "monthly")',
+        'keyedLimiter.consume: "cost" names no policy: "token" (policies: "requests", "tokens", "monthly")',
       ),
     )
   })
@@ -155,6 +162,7 @@ describe('keyedLimiter: penalties, rewards, blocks (a login limiter)', () => {
     limiter.block('spammer', '30s')
     const refused = limiter.consume('spammer')
     expect([refused.allowed, refused.remaining, refused.retryAfterMs]).toEqual([false, 0, 30_000])
+    expect([refused.blocked, refused.policies[0]?.blocked]).toEqual([true, true])
     clock.advance(30_000)
     expect(limiter.consume('spammer').allowed).toBe(true)
     limiter.block('spammer', '1h')
@@ -224,10 +232,23 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(() => limiter.reserveOrThrow('org', { tokens: 20_000 })).toThrow(RateLimitError)
   })
 
-  it('a reservation never settled is cancelled after reservationTtl', () => {
-    vi.useFakeTimers()
+  it('a reservation never settled is cancelled after reservationTtl, on the limiter’s clock', async () => {
     const clock = new ManualClock()
     const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock })
+    limiter.reserve('job', 4)
+    const settled = limiter.reserve('job', 1)
+    settled.settle(1)
+    expect(limiter.get('job').remaining).toBe(0)
+    await clock.advanceAsync(119_999)
+    expect(limiter.get('job').remaining).toBe(0)
+    await clock.advanceAsync(1)
+    expect(limiter.get('job').remaining).toBe(4)
+    expect(clock.pendingSleeps).toBe(0)
+  })
+
+  it('without a clock, the time to live is a timer that keeps no process alive', () => {
+    vi.useFakeTimers()
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m' })
     limiter.reserve('job', 4)
     expect(limiter.get('job').remaining).toBe(1)
     vi.advanceTimersByTime(120_000)

@@ -1,13 +1,12 @@
 import { type Clock, type Duration, RateLimitError } from '@sluice/core'
 import {
-  describe,
   readClock,
   readDuration,
   readOptions,
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
-import { checkCost } from './call-checks'
+import { type KeyedCost, storeCost } from './call-checks'
 import { rateLimitChannel } from './events'
 import { storedKey } from './key'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
@@ -23,14 +22,9 @@ import {
 import { longestWait, primaryIndex } from './primary'
 import { readStore } from './read-store'
 import type { Cost, Lease, Policy, PolicyResult, Store, TakeResult } from './store'
-import { createdInsideRequest, emitWarning } from './warnings'
+import { createdInsideRequest, emitWarning, warnIfBareMilliseconds } from './warnings'
 
-/**
- * What a keyed call is charged: one number for every policy, or `{ [policyName]: n }`
- * charging each named policy its own amount (a policy not named is charged 0), e.g.
- * `{ requests: 1, tokens: 1200 }`.
- */
-export type KeyedCost = number | Readonly<Record<string, number>>
+export type { KeyedCost }
 
 /** Options of {@link keyedLimiter}: one policy at the top level, or several in `policies`. */
 export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOptions {
@@ -43,7 +37,10 @@ export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOpti
   max?: number
   /** Where the per-key state lives. Default: a `memoryStore()` of this limiter's own. */
   store?: S
-  /** Time source of the default memory store (a `ManualClock` in tests). */
+  /**
+   * Time source of the default memory store and of the reservations' time to live (a
+   * `ManualClock` in tests). Default: the system clock.
+   */
   clock?: Clock
   /**
    * How long a reservation may stay unsettled: after it, it is cancelled (its estimate
@@ -56,6 +53,8 @@ export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOpti
 export interface KeyedPolicyResult {
   readonly policy: string
   readonly allowed: boolean
+  /** True while the key is blocked under this policy (by a penalty or `block`). */
+  readonly blocked: boolean
   readonly remaining: number
   readonly resetMs: number
   readonly retryAfterMs: number
@@ -72,6 +71,8 @@ export interface KeyedResult {
   readonly policy: string
   /** Permits left under the policy shown (0 while blocked). */
   readonly remaining: number
+  /** True while the key is blocked under some policy (by a penalty or `block`). */
+  readonly blocked: boolean
   /** Milliseconds until more quota becomes available under the policy shown (0: full). */
   readonly resetMs: number
   /** 0 when allowed; otherwise milliseconds until the call could pass (`Infinity`: never). */
@@ -122,7 +123,10 @@ export interface KeyedLimiter<S extends Store = Store> {
   consumeOrThrow(key: string, cost?: KeyedCost): Answer<S, KeyedResult>
   /** Gives back what a `consume` took (all of it, or `cost`), as far as it still counts. */
   refund(receipt: Receipt, cost?: KeyedCost): Answer<S, void>
-  /** Takes `cost` from `key` without asking: debt that later calls wait out. */
+  /**
+   * Takes `cost` from `key` without asking: debt that later calls wait out. Answers the
+   * key's state after it, as `get` does (`allowed`: whether a cost of 1 would pass now).
+   */
   penalty(key: string, cost?: KeyedCost): Answer<S, KeyedResult>
   /** Gives `cost` back to `key`, never beyond a fresh state. */
   reward(key: string, cost?: KeyedCost): Answer<S, void>
@@ -182,8 +186,9 @@ class Keyed implements KeyedLimiter<Store> {
   readonly name: string
   readonly policies: readonly Policy[]
   readonly store: Store
-  readonly #names: ReadonlyMap<string, number>
   readonly #ttlMs: number
+  /** The clock the reservations' time to live runs on, when one was given. */
+  readonly #clock: Clock | undefined
   readonly #slots: boolean
 
   constructor(options: KeyedLimiterOptions) {
@@ -231,8 +236,9 @@ class Keyed implements KeyedLimiter<Store> {
     const clock = readClock(FACTORY, 'clock', given.clock)
     this.store = store === undefined ? memoryStore({ clock }) : readStore(FACTORY, 'store', store)
     this.#ttlMs = readDuration(FACTORY, 'reservationTtl', given.reservationTtl, '10m')
+    warnIfBareMilliseconds(FACTORY, 'reservationTtl', given.reservationTtl)
+    this.#clock = given.clock
     this.name = this.policies[0]!.name
-    this.#names = new Map(this.policies.map((policy, i) => [policy.name, i]))
     claimPolicies(this.store, this.policies, FACTORY)
     if (createdInsideRequest()) {
       emitWarning(
@@ -252,31 +258,7 @@ class Keyed implements KeyedLimiter<Store> {
 
   /** A keyed cost as the store takes it: a number, or one number per policy. */
   #cost(method: string, cost: KeyedCost | undefined, fallback: number): Cost {
-    if (cost === undefined) return fallback
-    if (typeof cost === 'number') {
-      checkCost(`${FACTORY}.${method}`, cost, this.policies.length)
-      return cost
-    }
-    if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
-      throw typeError(
-        `${FACTORY}.${method}`,
-        'cost',
-        'must be a positive integer or { [policyName]: number }',
-        cost,
-      )
-    }
-    const costs = new Array<number>(this.policies.length).fill(0)
-    for (const [name, value] of Object.entries(cost)) {
-      const index = this.#names.get(name)
-      if (index === undefined) {
-        throw new TypeError(
-          `${FACTORY}.${method}: "cost" names no policy of this limiter: ${describe(name)} (policies: ${[...this.#names.keys()].map((n) => `"${n}"`).join(', ')})`,
-        )
-      }
-      costs[index] = value
-    }
-    checkCost(`${FACTORY}.${method}`, costs, this.policies.length)
-    return costs
+    return cost === undefined ? fallback : storeCost(`${FACTORY}.${method}`, this.policies, cost)
   }
 
   consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
@@ -334,6 +316,8 @@ class Keyed implements KeyedLimiter<Store> {
 
   block(key: string, duration: Duration): MaybePromise<void> {
     const ms = readDuration(`${FACTORY}.block`, 'duration', duration)
+    // rate-limiter-flexible's block(key, secDuration) counts seconds: block(key, 30) is 30 ms here.
+    warnIfBareMilliseconds(`${FACTORY}.block`, 'duration', duration)
     return this.store.block(this.keyFor(key), this.policies, ms)
   }
 
@@ -354,7 +338,7 @@ class Keyed implements KeyedLimiter<Store> {
     const charge = this.#cost('reserve', estimate, 1)
     return then(this.store.take(stored, this.policies, charge), (taken) => {
       if (rateLimitChannel.hasSubscribers) publish(stored, charge, taken)
-      return new Reserved(this, taken, stored, charge, this.#ttlMs)
+      return new Reserved(this, taken, stored, charge, this.#ttlMs, this.#clock)
     })
   }
 
@@ -430,6 +414,7 @@ class Answered implements KeyedResult {
   readonly allowed: boolean
   readonly policy: string
   readonly remaining: number
+  readonly blocked: boolean
   readonly resetMs: number
   readonly retryAfterMs: number
   readonly receipt: Receipt | undefined
@@ -443,6 +428,7 @@ class Answered implements KeyedResult {
     this.allowed = allowed
     this.policy = shown.policy.name
     this.remaining = shown.remaining
+    this.blocked = results.some((r) => r.blocked === true)
     this.resetMs = shown.resetMs
     this.retryAfterMs = allowed ? 0 : longestWait(results)
     this.receipt =
@@ -461,6 +447,7 @@ class Answered implements KeyedResult {
     this.#policies ??= this.#results.map((r) => ({
       policy: r.policy.name,
       allowed: r.allowed,
+      blocked: r.blocked === true,
       remaining: r.remaining,
       resetMs: r.resetMs,
       retryAfterMs: r.retryAfterMs,
@@ -495,26 +482,45 @@ class Reserved extends Answered implements Reservation {
   readonly #estimate: Cost
   readonly #receipts: readonly (number | undefined)[]
   #state: 'open' | 'settled' | 'cancelled'
-  #timer: ReturnType<typeof setTimeout> | undefined
+  /** Stops the time to live once the reservation is settled or cancelled. */
+  #stop: (() => void) | undefined
 
-  constructor(limiter: Keyed, taken: TakeResult, key: string, estimate: Cost, ttlMs: number) {
+  constructor(
+    limiter: Keyed,
+    taken: TakeResult,
+    key: string,
+    estimate: Cost,
+    ttlMs: number,
+    clock: Clock | undefined,
+  ) {
     super(taken, key, estimate, limiter)
     this.#limiter = limiter
     this.#key = key
     this.#estimate = estimate
     this.#receipts = taken.results.map((r) => r.receipt)
     this.#state = taken.allowed ? 'open' : 'cancelled'
-    if (taken.allowed) {
-      // Never settled (its holder failed): the estimate goes back after `ttl`.
-      this.#timer = setTimeout(() => void this.cancel(), ttlMs)
-      this.#timer.unref?.()
+    if (!taken.allowed) return
+    // Never settled (its holder failed): the estimate goes back after `ttl`, on the
+    // limiter's clock when it was given one (a ManualClock in tests), else on a timer
+    // that keeps no process alive.
+    const expire = () => {
+      if (this.#state === 'open') void this.cancel()
+    }
+    if (clock !== undefined) {
+      const stop = new AbortController()
+      clock.sleep(ttlMs, stop.signal).then(expire, () => {})
+      this.#stop = () => stop.abort()
+    } else {
+      const timer = setTimeout(expire, ttlMs)
+      timer.unref?.()
+      this.#stop = () => clearTimeout(timer)
     }
   }
 
   #close(method: string, next: 'settled' | 'cancelled'): void {
     if (this.#state === 'open') {
       this.#state = next
-      clearTimeout(this.#timer)
+      this.#stop?.()
       return
     }
     const why = this.allowed

@@ -1,5 +1,6 @@
 import { ManualClock, type RateLimiter, slidingWindow, tokenBucket } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
+import { boundedKey } from './key'
 import { memoryStore } from './memory-store'
 import { compilePolicy, concurrencyPolicy, type PolicyOptions } from './policy'
 import { runStoreContract } from './testing/store-contract'
@@ -327,5 +328,44 @@ describe('memoryStore bulkhead slots', () => {
     expect(store.inFlight).toBe(1)
     expect(typeof other.id).toBe('string')
     expect(other.id).not.toBe(lease.id)
+  })
+})
+
+describe('memoryStore: policies made per request stay bounded (issue 24)', () => {
+  it('keeps at most maxStates states over all policies, the least recently used policy giving first', () => {
+    const store = memoryStore({ maxKeys: 100, maxStates: 50 })
+    // A limit a client picks (a plan header): every value is a policy of its own.
+    const plans = Array.from({ length: 200 }, (_, i) => policyOf({ limit: i + 1, window: '1h' }))
+    for (const plan of plans) store.take('client', [plan], 1)
+    expect(store.size).toBe(50)
+    // The 50 most recent plans kept their state; the first ones started over.
+    expect(store.get('client', [plans[199]!])[0]?.remaining).toBe(199)
+    expect(store.get('client', [plans[0]!])[0]?.remaining).toBe(1)
+    // One policy with many keys is bounded by maxKeys, as before.
+    const one = policyOf({ limit: 5, window: '1h', name: 'one' })
+    for (let i = 0; i < 300; i++) store.take(`k${i}`, [one], 1)
+    expect(store.get('k299', [one])[0]?.remaining).toBe(4)
+    expect(store.size).toBeLessThanOrEqual(50)
+  })
+
+  it('never takes a state from a policy of the call under way', () => {
+    const store = memoryStore({ maxKeys: 10, maxStates: 2 })
+    const a = policyOf({ limit: 3, window: '1h', name: 'a' })
+    const b = policyOf({ limit: 3, window: '1h', name: 'b' })
+    expect(store.take('k', [a, b], 1).allowed).toBe(true)
+    expect(store.take('k', [a, b], 1).results.map((r) => r.remaining)).toEqual([1, 1])
+  })
+})
+
+describe('memoryStore: keys are bounded at the store (issue 24)', () => {
+  it('keeps a long key as its digest whoever calls it, so maxKeys bounds bytes too', () => {
+    const store = memoryStore()
+    const p = policyOf({ limit: 2, window: '1h' })
+    const long = 'x'.repeat(16_384)
+    store.take(long, [p], 1)
+    // The state sits under the digest: the long key itself is not kept.
+    expect(store.get(boundedKey(long), [p])[0]?.remaining).toBe(1)
+    store.reset(boundedKey(long))
+    expect(store.get(long, [p])[0]?.remaining).toBe(2)
   })
 })

@@ -24,6 +24,14 @@ export interface MemoryStoreOptions {
    * the keys actually seen, up to this bound.
    */
   maxKeys?: number
+  /**
+   * Most states (one per client key and time-based policy) kept over all policies
+   * together: what bounds memory when policies are made per request (a limit per plan or
+   * tenant, which a client may influence). Beyond it, the least recently used policy's
+   * least recently used key goes first (it starts over with a fresh budget). Default
+   * 8 × `maxKeys`.
+   */
+  maxStates?: number
   /** Time source for the limiters (pass a `ManualClock` in tests). Default `systemClock`. */
   clock?: Clock
 }
@@ -43,7 +51,10 @@ export interface MemoryStore extends Store {
   get(key: string, policies: readonly Policy[]): readonly PolicyResult[]
   reset(key: string, policies?: readonly Policy[]): void
   resetAll(): void
-  /** Keys holding time-based state, summed over policies (each keeps at most `maxKeys`). */
+  /**
+   * Keys holding time-based state, summed over policies (each keeps at most `maxKeys`, all
+   * together at most `maxStates`).
+   */
   readonly size: number
   /** Concurrency permits currently held, over all keys. */
   readonly inFlight: number
@@ -71,13 +82,15 @@ class RateTable {
   /** Blocks and a penalty's strikes: made with the table for a policy with a penalty, else by `block`. */
   strikes: StrikeTable | undefined
   readonly #maxKeys: number
+  readonly #budget: Budget
 
-  constructor(policy: Policy, maxKeys: number) {
+  constructor(policy: Policy, maxKeys: number, budget: Budget) {
     const kernel = rateKernel(policy.spec as NormalizedRateSpec)
     this.kernel = kernel
     this.index = new KeyIndex(maxKeys, (rows) => kernel.resize(rows))
     this.strikes = policy.block === undefined ? undefined : new StrikeTable(maxKeys)
     this.#maxKeys = maxKeys
+    this.#budget = budget
   }
 
   /** The table's strikes, made on first use. */
@@ -116,20 +129,50 @@ class RateTable {
   dropIfFresh(row: number, now: number): boolean {
     if (this.kernel.ageless || !this.kernel.isFresh(row, now)) return false
     this.index.remove(row)
+    this.#budget.used--
     return true
   }
 
-  /** A fresh row for a key that has none (evicting the least recently used key when full). */
+  /**
+   * A fresh row for a key that has none (evicting this table's least recently used key
+   * when it is full, or making room in the store's budget of states).
+   */
   insert(key: string, now: number): number {
+    if (this.index.size < this.#maxKeys) this.#budget.makeRoom(this)
+    const before = this.index.size
     const row = this.index.insert(key)
+    this.#budget.used += this.index.size - before
     this.kernel.clear(row, now)
     return row
   }
 
+  /** Nothing kept: no state, no strikes (a block outlives its key's state). */
+  get empty(): boolean {
+    return this.index.size === 0 && (this.strikes === undefined || this.strikes.index.size === 0)
+  }
+
+  /** Forgets this table's least recently used key, for the store's budget; false when empty. */
+  evictOldest(): boolean {
+    if (!this.index.evictOldest()) return false
+    this.#budget.used--
+    return true
+  }
+
   delete(key: string): void {
+    const before = this.index.size
     this.index.delete(key)
+    this.#budget.used -= before - this.index.size
     this.strikes?.delete(key)
   }
+}
+
+/**
+ * The states all time-based policies of a store keep together, and how to make room for
+ * one more: the store's least recently used table gives up its least recently used key.
+ */
+interface Budget {
+  used: number
+  makeRoom(inserting: RateTable): void
 }
 
 /** Numbers per key in a {@link StrikeTable}: count, since, until, kept until. */
@@ -327,15 +370,18 @@ type Table = RateTable | SlotTable
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const factory = 'memoryStore'
-  readOptions(factory, options, ['maxKeys', 'clock'])
+  // Own properties only: a polluted Object.prototype must not configure a store.
+  const given = readOptions(factory, options, ['maxKeys', 'maxStates', 'clock'])
   const maxKeys =
-    options.maxKeys === undefined
-      ? 100_000
-      : readPositiveInteger(factory, 'maxKeys', options.maxKeys)
+    given.maxKeys === undefined ? 100_000 : readPositiveInteger(factory, 'maxKeys', given.maxKeys)
   if (maxKeys > MAX_KEYS) {
     throw new RangeError(`${factory}: "maxKeys" must be at most ${MAX_KEYS}, got ${maxKeys}`)
   }
-  return new InMemoryStore(maxKeys, readClock(factory, 'clock', options.clock))
+  const maxStates =
+    given.maxStates === undefined
+      ? 8 * maxKeys
+      : readPositiveInteger(factory, 'maxStates', given.maxStates)
+  return new InMemoryStore(maxKeys, maxStates, readClock(factory, 'clock', given.clock))
 }
 
 /**
@@ -486,6 +532,7 @@ class InMemoryStore implements MemoryStore {
   readonly #clock: Clock
   readonly #maxKeys: number
   /** Time-based and concurrency tables apart: each kind keeps its own state per key. */
+  /** Least recently used first: the order in which tables give up states to the budget. */
   readonly #rates = new Map<string, RateTable>()
   readonly #slots = new Map<string, SlotTable>()
   /** The table of the policy used last: a middleware's requests find theirs at once. */
@@ -495,10 +542,39 @@ class InMemoryStore implements MemoryStore {
   readonly #quota: Quota = { available: 0, resetMs: 0, retryAfterMs: 0, receipt: 0 }
   #inFlight = 0
   #leaseSeq = 0
+  readonly #budget: Budget
+  /** The tables of the call under way: never robbed of a state the call is using. */
+  #active: readonly Table[] = []
 
-  constructor(maxKeys: number, clock: Clock) {
+  constructor(maxKeys: number, maxStates: number, clock: Clock) {
     this.#clock = clock
     this.#maxKeys = maxKeys
+    this.#budget = {
+      used: 0,
+      makeRoom: (inserting) => {
+        if (this.#budget.used < maxStates) return
+        // The least recently used table that holds a key gives one up; tables left empty
+        // go, so policies made per request cannot pile up tables either.
+        for (const [id, table] of this.#rates) {
+          if (table === inserting || this.#active.includes(table)) continue
+          if (table.evictOldest()) {
+            if (table.empty) this.#forget(id, table)
+            return
+          }
+          if (table.empty) this.#forget(id, table)
+        }
+        inserting.evictOldest()
+      },
+    }
+  }
+
+  /** Drops an empty table (its strikes too). */
+  #forget(id: string, table: RateTable): void {
+    this.#rates.delete(id)
+    if (this.#lastTable === table) {
+      this.#lastPolicy = undefined
+      this.#lastTable = undefined
+    }
   }
 
   get size(): number {
@@ -598,6 +674,7 @@ class InMemoryStore implements MemoryStore {
     checkCost('memoryStore.take', cost, policies.length)
     const n = policies.length
     const tables = policies.map((policy) => this.#table(policy))
+    this.#active = tables
     const now = this.#clock.now()
     const rows = new Array<number>(n).fill(-1)
     const slots = new Array<Slots | undefined>(n)
@@ -662,6 +739,7 @@ class InMemoryStore implements MemoryStore {
       if (table instanceof SlotTable) table.settle(key, slots[i]!)
       else if (!allowed && rows[i] !== -1) table.dropIfFresh(rows[i]!, now)
     }
+    this.#active = []
     return answer(into, allowed, results, n)
   }
 
@@ -755,6 +833,7 @@ class InMemoryStore implements MemoryStore {
   resetAll(): void {
     for (const table of this.#slots.values()) table.clear()
     this.#rates.clear()
+    this.#budget.used = 0
     this.#slots.clear()
     this.#lastPolicy = undefined
     this.#lastTable = undefined
@@ -774,9 +853,12 @@ class InMemoryStore implements MemoryStore {
     } else {
       table = this.#rates.get(policy.id)
       if (table === undefined) {
-        table = new RateTable(policy, this.#maxKeys)
-        this.#rates.set(policy.id, table)
+        table = new RateTable(policy, this.#maxKeys, this.#budget)
+      } else {
+        this.#rates.delete(policy.id)
       }
+      // Now the most recently used.
+      this.#rates.set(policy.id, table)
     }
     this.#lastPolicy = policy
     this.#lastTable = table

@@ -9,7 +9,7 @@
  * @module
  */
 
-export { checkBlock, checkCost, costAt } from './call-checks'
+export { checkBlock, checkCost, costAt, type KeyedCost, storeCost } from './call-checks'
 export {
   type AdaptiveLimitEvent,
   adaptiveChannel,
@@ -23,7 +23,7 @@ export {
   storeChannel,
 } from './events'
 export { Fallback, type FallbackOptions } from './fallback'
-export { boundedKey, MAX_KEY_LENGTH, storedKey } from './key'
+export { boundedKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,

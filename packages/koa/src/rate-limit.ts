@@ -22,7 +22,9 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context, Context>
 }
 
 /** The middleware `rateLimit()` returns: a Koa middleware with a few handles on its state. */
-export interface RateLimitMiddleware extends Middleware<RateLimitState>, RateLimitHandles {}
+export interface RateLimitMiddleware
+  extends Middleware<RateLimitState>,
+    RateLimitHandles<Context> {}
 
 /**
  * Rate-limits requests per key (default: client address, `ctx.ip`) with one or several

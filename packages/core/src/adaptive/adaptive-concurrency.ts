@@ -1,3 +1,4 @@
+import { type ReconfigureOptions, readCarry } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import {
   invalidPermits,
@@ -10,6 +11,7 @@ import {
   DEFAULT_PRIORITY,
   PRIORITY_OPTIONS,
   type QueueSettings,
+  readQueueReconfigure,
   readQueueSettings,
 } from '../priority/priority'
 import { SlotQueue } from '../priority/slot-queue'
@@ -19,8 +21,10 @@ import type {
   ConcurrencyLimiter,
   Duration,
   EnterOptions,
+  LimiterSpec,
   Permit,
   PriorityOptions,
+  ReconfigureSpec,
   WaitOptions,
 } from '../types'
 import {
@@ -53,6 +57,8 @@ export type LimitChangeReason =
   | 'probe'
   /** The probe ended: the limit is back to the algorithm's estimate. */
   | 'probed'
+  /** `reconfigure` moved the bounds (or, with `carry: 'reset'`, started over with a probe). */
+  | 'reconfigure'
 
 /** What `onLimitChange` receives each time the limit moves. */
 export interface LimitChange {
@@ -159,6 +165,22 @@ export interface AdaptiveConcurrencyLimiter extends ConcurrencyLimiter {
    * stops it. A function subscribed twice is called once.
    */
   subscribe(listener: (change: LimitChange) => void): () => void
+  /**
+   * Changes the options while the limiter runs: a whole set of them (left out: defaults),
+   * of the same `algorithm` (left out: the limiter's own); `name`, `clock`,
+   * `onLimitChange` and `random` may be given only as they are, and priorities stay as
+   * built. What it learned carries over in every mode but `carry: 'reset'`: the latency
+   * estimate, clamped to the new [`min`, `max`], and the no-load latency (a limit measures
+   * the downstream, not a share of a budget, so there is nothing to scale). `'reset'`
+   * starts over as a new limiter does, with a probe. Permits in flight are never revoked;
+   * queued waiters keep their order.
+   */
+  reconfigure(
+    options:
+      | AdaptiveConcurrencyOptions
+      | (ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>> & PriorityOptions),
+    reconfigure?: ReconfigureOptions,
+  ): void
   tryEnter(options?: number | EnterOptions): AdaptivePermit | undefined
   enter(options?: WaitOptions & EnterOptions): Promise<AdaptivePermit>
 }
@@ -226,10 +248,7 @@ class SampledPermit implements AdaptivePermit {
 class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
   readonly name: string
   readonly algorithm: AdaptiveAlgorithm
-  readonly minLimit: number
-  readonly maxLimit: number
-  readonly maxQueue: number
-  readonly #settings: Settings
+  #settings: Settings
   readonly #slots: SlotQueue
   readonly #listeners = new Set<(change: LimitChange) => void>()
   /** The algorithm's real-valued limit; the live limit is its floor outside probes. */
@@ -253,9 +272,6 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
     this.#settings = settings
     this.name = settings.name
     this.algorithm = settings.algorithm
-    this.minLimit = settings.min
-    this.maxLimit = settings.max
-    this.maxQueue = settings.queue.maxQueue
     this.#estimate = settings.initial
     // Like Envoy, start by measuring: no algorithm can judge latency before it knows the no-load one.
     this.#limit = settings.probeLimit
@@ -271,8 +287,75 @@ class AdaptiveLimiter implements AdaptiveConcurrencyLimiter {
     )
   }
 
+  get minLimit(): number {
+    return this.#settings.min
+  }
+
+  get maxLimit(): number {
+    return this.#settings.max
+  }
+
+  get maxQueue(): number {
+    return this.#settings.queue.maxQueue
+  }
+
   get limit(): number {
     return this.#limit
+  }
+
+  reconfigure(
+    options:
+      | AdaptiveConcurrencyOptions
+      | (ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>> & PriorityOptions),
+    reconfigure?: ReconfigureOptions,
+  ): void {
+    const method = 'adaptiveConcurrency.reconfigure'
+    const given = readOptions(method, options as AdaptiveConcurrencyOptions, [
+      ...COMMON_OPTIONS,
+      ...Object.values(ALGORITHMS).flatMap((a) => a.knobs),
+    ]) as AdaptiveConcurrencyOptions & Readonly<Record<string, unknown>>
+    if (given.algorithm !== undefined && given.algorithm !== this.algorithm) {
+      throw new TypeError(
+        `${method}: "algorithm" must be '${this.algorithm}', got ${describe(given.algorithm)} (a limiter keeps its algorithm: build a new one to change it)`,
+      )
+    }
+    const current = this.#settings
+    const own = {
+      name: current.name,
+      clock: current.clock,
+      onLimitChange: current.onLimitChange,
+      random: current.random,
+    }
+    for (const [option, value] of Object.entries(own)) {
+      if (given[option] !== undefined && given[option] !== value) {
+        throw new TypeError(`${method}: "${option}" cannot change; pass the limiter's own or none`)
+      }
+    }
+    const read = readSettings(method, {
+      ...given,
+      algorithm: this.algorithm,
+      ...own,
+    } as AdaptiveConcurrencyOptions)
+    const queue = readQueueReconfigure(method, given, current.queue, read.queue.maxQueue)
+    const carry = readCarry(method, reconfigure)
+    const settings = { ...read, queue }
+    this.#settings = settings
+    if (carry === 'reset') {
+      this.#estimate = settings.initial
+      this.#noLoadRtt = undefined
+      this.#windowsAtMin = 0
+      this.#startProbe()
+    } else {
+      this.#estimate = Math.min(settings.max, Math.max(settings.min, this.#estimate))
+      if (this.#probe === 0) {
+        // A window under the old bounds says nothing about the new ones.
+        this.#startWindow(settings.clock.now())
+        this.#setLimit(Math.floor(this.#estimate), 'reconfigure')
+      } else {
+        this.#setLimit(settings.probeLimit, 'reconfigure')
+      }
+    }
+    this.#slots.reconfigure(queue, settings.max)
   }
 
   get max(): number {
@@ -547,7 +630,11 @@ const ALGORITHMS: Record<
 export function adaptiveConcurrency(
   options: AdaptiveConcurrencyOptions = {},
 ): AdaptiveConcurrencyLimiter {
-  const factory = 'adaptiveConcurrency'
+  return new AdaptiveLimiter(readSettings('adaptiveConcurrency', options))
+}
+
+/** Validates the options of `adaptiveConcurrency` (or its `reconfigure`, named by `factory`). */
+function readSettings(factory: string, options: AdaptiveConcurrencyOptions): Settings {
   readOptions(
     factory,
     options,
@@ -596,7 +683,7 @@ export function adaptiveConcurrency(
     options.probeConcurrency === undefined
       ? 3
       : readPositiveInteger(factory, 'probeConcurrency', options.probeConcurrency)
-  return new AdaptiveLimiter({
+  return {
     name: readName(factory, 'name', options.name, 'adaptive-concurrency'),
     algorithm,
     clock: readClock(factory, 'clock', options.clock),
@@ -627,5 +714,5 @@ export function adaptiveConcurrency(
         : readPositiveInteger(factory, 'probeSamples', options.probeSamples),
     onLimitChange: readFunction(factory, 'onLimitChange', options.onLimitChange),
     random: readFunction(factory, 'random', options.random) ?? Math.random,
-  })
+  }
 }

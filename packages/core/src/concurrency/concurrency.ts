@@ -1,4 +1,5 @@
 import type { AlgorithmDefinition } from '../algorithm'
+import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import {
   invalidPermits,
@@ -11,16 +12,21 @@ import {
   DEFAULT_PRIORITY,
   PRIORITY_OPTIONS,
   type QueueSettings,
+  readQueueReconfigure,
   readQueueSettings,
 } from '../priority/priority'
 import { SlotQueue } from '../priority/slot-queue'
+import { readReconfigure } from '../reconfigure'
 import type {
   Clock,
   ConcurrencyLimiter,
   ConcurrencyOptions,
   EnterOptions,
+  LimiterSpec,
   NormalizedSpec,
   Permit,
+  PriorityOptions,
+  ReconfigureSpec,
   WaitOptions,
 } from '../types'
 import { readClock, readName, readOptions, readPositiveInteger } from '../validation'
@@ -55,15 +61,45 @@ class HeldPermit implements Permit {
 
 class BulkheadLimiter implements ConcurrencyLimiter {
   readonly name: string
-  readonly max: number
-  readonly maxQueue: number
+  #max: number
+  #queue: QueueSettings
+  readonly #clock: Clock
   private readonly slots: SlotQueue
 
   constructor(name: string, clock: Clock, max: number, settings: QueueSettings) {
     this.name = name
-    this.max = max
-    this.maxQueue = settings.maxQueue
-    this.slots = new SlotQueue(name, () => max, clock, settings)
+    this.#max = max
+    this.#queue = settings
+    this.#clock = clock
+    this.slots = new SlotQueue(name, () => this.#max, clock, settings)
+  }
+
+  get max(): number {
+    return this.#max
+  }
+
+  get maxQueue(): number {
+    return this.#queue.maxQueue
+  }
+
+  /** Priorities (`partitions`, `queuePolicy`, …) stay as built: given again, unchanged. */
+  reconfigure(
+    spec: ReconfigureSpec<Extract<LimiterSpec, { algorithm: 'concurrency' }>> & PriorityOptions,
+    options?: ReconfigureOptions,
+  ): void {
+    const method = 'concurrency.reconfigure'
+    const next = readReconfigure(concurrencyAlgorithm, this.name, this.#clock, spec, options, [
+      ...PRIORITY_OPTIONS,
+    ])
+    const queue = readQueueReconfigure(
+      method,
+      spec as PriorityOptions,
+      this.#queue,
+      next.spec.maxQueue,
+    )
+    this.#max = next.spec.max
+    this.#queue = queue
+    this.slots.reconfigure(queue, this.#max)
   }
 
   get inFlight(): number {
@@ -82,7 +118,8 @@ class BulkheadLimiter implements ConcurrencyLimiter {
   }
 
   availablePermits(): number {
-    return this.max - this.slots.inFlight
+    // Below zero once `max` was lowered under the permits still held.
+    return Math.max(0, this.#max - this.slots.inFlight)
   }
 
   release(permits = 1): void {

@@ -21,7 +21,7 @@ export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowSpec> = {
   },
   kernel: (spec) => new FixedWindowKernel(spec),
   create(spec, name, clock) {
-    return new WindowLimiter('fixedWindow', name, clock, new FixedWindowKernel(spec))
+    return new WindowLimiter(fixedWindowAlgorithm, name, clock, new FixedWindowKernel(spec))
   },
 }
 

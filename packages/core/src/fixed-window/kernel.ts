@@ -1,5 +1,6 @@
-import { micros } from '../exact'
-import type { Quota, RateKernel } from '../kernel'
+import type { Carry } from '../carry'
+import { micros, mulDivCeil } from '../exact'
+import { carryMismatch, type Quota, type RateKernel } from '../kernel'
 import type { NormalizedRateSpec } from '../types'
 
 type FixedWindowSpec = Extract<NormalizedRateSpec, { algorithm: 'fixed-window' }>
@@ -134,5 +135,27 @@ export class FixedWindowKernel implements RateKernel {
   write(row: number, from: ArrayLike<number>, at = 0): void {
     this.#state[2 * row] = from[at] ?? Number.NEGATIVE_INFINITY
     this.#state[2 * row + 1] = from[at + 1] ?? 0
+  }
+
+  /**
+   * Carries the current window's count u over into the new spec's window of `now` (the
+   * same window when only the limit changes): proportional ceil(u·L′/L), as-is u + L′ − L
+   * (never below 0), additive u (a debt: u + L′ − L when the limit rises, so it is still
+   * refused until the window ends). A count of an earlier window counts nothing.
+   */
+  carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
+    if (!(from instanceof FixedWindowKernel)) throw carryMismatch(this.spec, from.spec)
+    const t = micros(now)
+    const used = from.#used(fromRow, t)
+    const oldLimit = from.#limit
+    const delta = this.#limit - oldLimit
+    let count = 0
+    if (carry !== 'reset' && used > 0) {
+      if (carry === 'proportional') count = mulDivCeil(used, this.#limit, oldLimit)
+      else if (carry === 'as-is') count = Math.max(0, used + delta)
+      else count = used > oldLimit && delta > 0 ? used + delta : used
+    }
+    if (count === 0) this.clear(row)
+    else this.#count(row, t, count)
   }
 }

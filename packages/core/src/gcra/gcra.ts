@@ -1,9 +1,21 @@
+import type { AlgorithmDefinition } from '../algorithm'
+import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
-import { micros, PAIR } from '../exact'
+import { micros, mulDivMod, PAIR } from '../exact'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
-import type { Clock, RateLimiter, WaitOptions } from '../types'
+import { reconfigureKernel } from '../reconfigure'
+import type {
+  Clock,
+  NormalizedSpec,
+  RateLimiter,
+  RateLimiterSpec,
+  ReconfigureSpec,
+  WaitOptions,
+} from '../types'
 import { rangeError, readWindow } from '../validation'
 import type { GcraKernel } from './kernel'
+
+type GcraSpec = Extract<NormalizedSpec, { algorithm: 'token-bucket' | 'leaky-bucket' | 'warm-up' }>
 
 /**
  * The `window` of a GCRA limiter (default `'1s'`): whole microseconds, and short enough
@@ -30,8 +42,8 @@ export function readGcraWindow(
 
 interface Reservation {
   /** Whole microseconds and ticks this reservation moved `tat` forward by. */
-  readonly us: number
-  readonly ticks: number
+  us: number
+  ticks: number
   cancelled: boolean
 }
 
@@ -44,26 +56,60 @@ interface Reservation {
  */
 export class GcraLimiter implements RateLimiter {
   readonly name: string
-  readonly limit: number
-  readonly windowMs: number
-  /** Largest burst, in permits. */
-  readonly capacity: number
+  readonly #definition: AlgorithmDefinition<GcraSpec>
   readonly #factory: string
   readonly #clock: Clock
-  readonly #kernel: GcraKernel
+  #kernel: GcraKernel
   /** Reservations of waiting `acquire` calls, in slot order. */
   readonly #reservations: Reservation[] = []
 
-  constructor(factory: string, name: string, clock: Clock, kernel: GcraKernel) {
-    this.#factory = factory
+  constructor(
+    definition: AlgorithmDefinition<GcraSpec>,
+    name: string,
+    clock: Clock,
+    kernel: GcraKernel,
+  ) {
+    this.#definition = definition
+    this.#factory = definition.factory
     this.name = name
     this.#clock = clock
     this.#kernel = kernel
-    this.limit = kernel.spec.limit
-    this.windowMs = kernel.spec.window
-    this.capacity = kernel.capacity
     kernel.resize(1)
     kernel.clear(0, clock.now())
+  }
+
+  get limit(): number {
+    return this.#kernel.spec.limit
+  }
+
+  get windowMs(): number {
+    return this.#kernel.spec.window
+  }
+
+  /** Largest burst, in permits. */
+  get capacity(): number {
+    return this.#kernel.capacity
+  }
+
+  /**
+   * Waiting reservations keep their slots and are served at their times: they are debt
+   * already in the schedule, whose instant the carry keeps. A cancel then gives back the
+   * same time in the new spec's ticks, rounded down (never more than was taken); after a
+   * reset nothing, since the schedule it was part of is gone.
+   */
+  reconfigure(spec: ReconfigureSpec<RateLimiterSpec>, options?: ReconfigureOptions): void {
+    const old = this.#kernel
+    const next = reconfigureKernel(this.#definition, this.name, this.#clock, old, spec, options)
+    for (const reservation of this.#reservations) {
+      if (next.carry === 'reset') {
+        reservation.us = 0
+        reservation.ticks = 0
+      } else {
+        mulDivMod(reservation.ticks, next.spec.limit, old.spec.limit)
+        reservation.ticks = PAIR[0]!
+      }
+    }
+    this.#kernel = next.kernel
   }
 
   tryAcquire(permits = 1): boolean {

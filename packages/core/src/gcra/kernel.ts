@@ -1,5 +1,6 @@
+import { type Carry, ceilDiv, floorDiv } from '../carry'
 import { gcd, micros, mulAddDivMod, mulDivMod, PAIR } from '../exact'
-import type { Quota, RateKernel } from '../kernel'
+import { carryMismatch, type Quota, type RateKernel } from '../kernel'
 import type { NormalizedRateSpec } from '../types'
 
 /** A row's `tat` when fresh: no theoretical arrival time at all, so any `now` is past it. */
@@ -164,7 +165,13 @@ export class GcraKernel implements RateKernel {
     // floor((us·limit + ticks) / window), reduced by the gcd: with ticks = q·gcd + r
     // (r < gcd), the r ticks never reach a whole permit on their own.
     const gcd = this.#gcd
-    const whole = Math.floor(ticks / gcd)
+    const whole = gcd === 1 ? ticks : Math.floor(ticks / gcd)
+    const numerator = us * this.#l + whole
+    if (numerator <= Number.MAX_SAFE_INTEGER) {
+      const free = Math.floor(numerator / this.#w)
+      PAIR[1] = (numerator - free * this.#w) * gcd + (ticks - whole * gcd)
+      return free
+    }
     mulAddDivMod(us, this.#l, whole, this.#w)
     PAIR[1] = PAIR[1]! * gcd + (ticks - whole * gcd)
     return PAIR[0]!
@@ -326,6 +333,101 @@ export class GcraKernel implements RateKernel {
   write(row: number, from: ArrayLike<number>, at = 0): void {
     this.at[row] = from[at] ?? FRESH
     this.frac[row] = from[at + 1] ?? 0
+  }
+
+  /**
+   * Carries `tat` over, in exact integers (BigInt: a rare path, whose products pass 2^53
+   * for large specs). With D = tat − now ahead and the available permits A = (τ − D) / T:
+   * a row in debt (D > τ) keeps the instant it is paid off, tat − τ, and gets the new τ
+   * from there; a row in credit gets the new mode's A′ (proportional A·K′/K, as-is
+   * min(A, K′), additive A + K′ − K, below 0 a debt), as D′ = τ′ − A′·T′ rounded up to a
+   * tick of the new spec, so it never holds more than A′. Fractions of a permit carry
+   * over, as Bucket4j's rounding error does: 1.8 permits become 1.8·new/old.
+   */
+  carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
+    if (!(from instanceof GcraKernel) || from.spec.algorithm !== this.spec.algorithm) {
+      throw carryMismatch(this.spec, from.spec)
+    }
+    const t = micros(now)
+    const created = from.createdAt(fromRow, t)
+    this.adoptCreated(row, created)
+    this.at[row] = FRESH
+    this.frac[row] = 0
+    // A fresh row (tat not after now) stays fresh; so does every row reset.
+    if (carry === 'reset' || fromRow < 0 || from.at[fromRow]! < t) return
+    if (from.at[fromRow] === t && from.frac[fromRow] === 0) return
+    const oldTicks = BigInt(from.ticks)
+    const newTicks = BigInt(this.ticks)
+    const oldTat = BigInt(from.at[fromRow]!) * oldTicks + BigInt(from.frac[fromRow]!)
+    const ahead = oldTat - BigInt(t) * oldTicks
+    const oldInterval = from.intervalTicks(created, t)
+    const oldTolerance = from.toleranceTicks(oldInterval)
+    const newInterval = this.intervalTicks(created, t)
+    const newTolerance = this.toleranceTicks(newInterval)
+    const credit = oldTolerance - ahead
+    const oldCapacity = BigInt(from.capacity)
+    const newCapacity = BigInt(this.capacity)
+    // Additive keeps every permit taken counted: A′ = A + K′ − K (below 0: a debt), as
+    // the new row's time ahead.
+    const counted =
+      newTolerance -
+      floorDiv((credit + (newCapacity - oldCapacity) * oldInterval) * newInterval, oldInterval)
+    let tat: bigint
+    if (credit < 0n) {
+      // Debt: paid off at the same instant whatever the mode, tat − τ, from which the new
+      // τ applies (rounded up to a tick of the new spec). A warm-up bucket's τ may shrink
+      // with age: the one at the instant it is paid off.
+      const paidOff = from.paidOffUs(fromRow, t)
+      const oldAt = from.toleranceTicks(from.intervalTicks(created, paidOff))
+      const newAt = this.toleranceTicks(this.intervalTicks(created, paidOff))
+      tat = ceilDiv((oldTat - oldAt) * newTicks, oldTicks) + newAt
+      // Additive keeps the permits counted too: a lower capacity makes the debt longer.
+      if (carry === 'additive' && BigInt(t) * newTicks + counted > tat) {
+        tat = BigInt(t) * newTicks + counted
+      }
+    } else {
+      let newAhead = counted
+      if (carry === 'proportional') {
+        newAhead =
+          newTolerance - floorDiv(credit * newCapacity * newInterval, oldInterval * oldCapacity)
+      } else if (carry === 'as-is') {
+        newAhead =
+          newTolerance -
+          (credit >= newCapacity * oldInterval
+            ? newCapacity * newInterval
+            : floorDiv(credit * newInterval, oldInterval))
+      }
+      if (newAhead <= 0n) return
+      tat = BigInt(t) * newTicks + newAhead
+    }
+    this.at[row] = Number(tat / newTicks)
+    this.frac[row] = Number(tat % newTicks)
+  }
+
+  /**
+   * For `carry`: a microsecond at which τ is what it is when the row, in debt at `t`, is
+   * paid off (τ is constant here: `t` will do).
+   */
+  protected paidOffUs(_row: number, t: number): number {
+    return t
+  }
+
+  /** For `carry`: when the row was created, in µs (a warm-up bucket's age counts from it). */
+  protected createdAt(_row: number, t: number): number {
+    return t
+  }
+
+  /** For `carry`: makes `created` (µs) the row's creation time. */
+  protected adoptCreated(_row: number, _created: number): void {}
+
+  /** For `carry`: one permit's interval T in ticks for a row created at `created`, at `t`. */
+  protected intervalTicks(_created: number, _t: number): bigint {
+    return BigInt(this.window)
+  }
+
+  /** For `carry`: the burst budget τ in ticks at `interval`. */
+  protected toleranceTicks(_interval: bigint): bigint {
+    return BigInt(this.capacity) * BigInt(this.window)
   }
 }
 

@@ -19,7 +19,7 @@ export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketSpec> = {
   },
   kernel: (spec) => new GcraKernel(spec),
   create(spec, name, clock) {
-    return new GcraLimiter('leakyBucket', name, clock, new GcraKernel(spec))
+    return new GcraLimiter(leakyBucketAlgorithm, name, clock, new GcraKernel(spec))
   },
 }
 

@@ -208,3 +208,37 @@ export function readQueueSettings(
     intervalMs,
   }
 }
+
+/**
+ * For `reconfigure`: the queue settings `options` give, which may change `maxQueue` only.
+ * Priorities are how this process admits, fixed when the limiter is built: options that
+ * say otherwise are refused (naming `method`), and options that leave them out keep them.
+ *
+ * @example
+ * ```ts
+ * readQueueReconfigure('concurrency.reconfigure', {}, current, 5) // current, with maxQueue 5
+ * ```
+ */
+export function readQueueReconfigure(
+  method: string,
+  options: PriorityOptions,
+  current: QueueSettings,
+  maxQueue: number,
+): QueueSettings {
+  if (PRIORITY_OPTIONS.every((option) => options[option] === undefined)) {
+    return { ...current, maxQueue }
+  }
+  const next = readQueueSettings(method, options, maxQueue)
+  const same =
+    next.policy === current.policy &&
+    next.targetMs === current.targetMs &&
+    next.intervalMs === current.intervalMs &&
+    next.partitions.size === current.partitions.size &&
+    [...next.partitions].every(([priority, share]) => current.partitions.get(priority) === share)
+  if (!same) {
+    throw new TypeError(
+      `${method}: priorities (${PRIORITY_OPTIONS.join(', ')}) cannot change; build a new limiter to change them`,
+    )
+  }
+  return next
+}

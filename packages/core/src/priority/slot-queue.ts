@@ -1,4 +1,4 @@
-import { RateLimitError } from '../errors'
+import { neverError, RateLimitError } from '../errors'
 import type { Clock } from '../types'
 import { Codel } from './codel'
 import { DEFAULT_PRIORITY, partitionName, type QueueSettings } from './priority'
@@ -79,7 +79,7 @@ export class SlotQueue {
   readonly #name: string
   readonly #limit: () => number
   readonly #clock: Clock
-  readonly #settings: QueueSettings
+  #settings: QueueSettings
   readonly #onTake: ((inFlight: number) => void) | undefined
   /** Whether refusals name their partition in the message (the limiter uses priorities). */
   readonly #partitioned: boolean
@@ -258,6 +258,27 @@ export class SlotQueue {
     if (this.#settings.policy !== 'fifo') this.#countRelease(permits, this.#clock.now())
     this.drain()
     for (const level of order) this.#prune(level)
+  }
+
+  /**
+   * After the owner's limit or `maxQueue` changed (`reconfigure`): rejects the waiters
+   * asking more than the limit can ever hold, as `enter` would have, and serves the rest
+   * in order. A shorter queue keeps its waiters: only newcomers find it full.
+   */
+  reconfigure(settings: QueueSettings, most: number): void {
+    this.#settings = settings
+    for (const level of this.#levels) {
+      for (let waiter = level.oldest; waiter !== undefined; ) {
+        const newer = waiter.newer
+        if (waiter.permits > most) {
+          this.#remove(waiter)
+          waiter.reject(neverError(this.#name, waiter.permits, most))
+        }
+        waiter = newer
+      }
+    }
+    this.drain()
+    for (const level of [...this.#levels]) this.#prune(level)
   }
 
   /** Serves waiters while the next one fits (after a release, or when the limit rose). */

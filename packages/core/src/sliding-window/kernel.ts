@@ -1,5 +1,6 @@
+import type { Carry } from '../carry'
 import { micros, mulDivCeil, mulDivMod, PAIR } from '../exact'
-import type { Quota, RateKernel } from '../kernel'
+import { carryMismatch, type Quota, type RateKernel } from '../kernel'
 import type { NormalizedRateSpec } from '../types'
 
 type SlidingWindowSpec = Extract<NormalizedRateSpec, { algorithm: 'sliding-window' }>
@@ -289,5 +290,76 @@ export class SlidingWindowKernel implements RateKernel {
       sum += count
     }
     this.#meta[2 * row + 1] = sum
+  }
+
+  /**
+   * Carries the counts over. Each old slot's count moves to the new slot that leaves the
+   * window first at or after the instant the old one would have (or the current slot, if
+   * the new window is too short to keep it that long), so no permit stops counting earlier
+   * than it did. Then the total moves by mode, with u used of the old limit L and the new
+   * limit L′: proportional scales every slot, u → ceil(u·L′/L) counted newest first (a
+   * debt is then paid off at the same instant: the suffix sums are what leave the window);
+   * as-is shifts the total by L′ − L at the newest end (adding to the current slot, or
+   * taking off the newest), never below 0; additive keeps every count, and shifts a debt
+   * like as-is when the limit rises, so the debt is paid at the same instant.
+   */
+  carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
+    if (!(from instanceof SlidingWindowKernel)) throw carryMismatch(this.spec, from.spec)
+    const t = micros(now)
+    const current = this.#generation(t, Number.NEGATIVE_INFINITY)
+    const state = new Array<number>(this.width).fill(0)
+    state[0] = Number.NEGATIVE_INFINITY
+    const oldCurrent = from.#generation(t, from.#head(fromRow))
+    const used = from.#used(fromRow, oldCurrent)
+    if (carry !== 'reset' && used > 0) {
+      // The live old slots, newest first.
+      const head = from.#meta[2 * fromRow]!
+      const counts: number[] = []
+      const generations: number[] = []
+      for (let g = Math.min(head, oldCurrent); g >= oldCurrent - from.#slots; g--) {
+        const count = from.#counts[from.#index(fromRow, g)]!
+        if (count === 0) continue
+        counts.push(count)
+        generations.push(g)
+      }
+      const oldLimit = from.#limit
+      const delta = this.#limit - oldLimit
+      const shift =
+        carry === 'as-is' || (carry === 'additive' && used > oldLimit && delta > 0) ? delta : 0
+      if (carry === 'proportional') {
+        let before = 0
+        let sum = 0
+        for (let i = 0; i < counts.length; i++) {
+          sum += counts[i]!
+          const scaled = mulDivCeil(sum, this.#limit, oldLimit)
+          counts[i] = scaled - before
+          before = scaled
+        }
+      } else if (shift < 0) {
+        let left = -shift
+        for (let i = 0; i < counts.length && left > 0; i++) {
+          const off = Math.min(counts[i]!, left)
+          counts[i] = counts[i]! - off
+          left -= off
+        }
+      }
+      state[0] = current
+      for (let i = 0; i < counts.length; i++) {
+        const expiry = from.#start(generations[i]! + from.#ring)
+        const g = Math.min(
+          current,
+          this.#generation(expiry - 1, Number.NEGATIVE_INFINITY) + 1 - this.#ring,
+        )
+        this.#put(state, g, counts[i]!)
+      }
+      if (shift > 0) this.#put(state, current, shift)
+    }
+    this.write(row, state)
+  }
+
+  /** Adds `count` to generation `g` in a state laid out as `read` writes it, saturating. */
+  #put(state: number[], g: number, count: number): void {
+    const i = 1 + this.#index(0, g)
+    state[i] = Math.min(this.#cap, state[i]! + count)
   }
 }

@@ -42,7 +42,7 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowSpec> = {
   },
   kernel: (spec) => new SlidingWindowKernel(spec),
   create(spec, name, clock) {
-    return new WindowLimiter('slidingWindow', name, clock, new SlidingWindowKernel(spec))
+    return new WindowLimiter(slidingWindowAlgorithm, name, clock, new SlidingWindowKernel(spec))
   },
 }
 

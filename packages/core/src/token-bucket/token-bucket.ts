@@ -23,7 +23,7 @@ export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketSpec> = {
   },
   kernel: (spec) => new GcraKernel(spec),
   create(spec, name, clock) {
-    return new GcraLimiter('tokenBucket', name, clock, new GcraKernel(spec))
+    return new GcraLimiter(tokenBucketAlgorithm, name, clock, new GcraKernel(spec))
   },
 }
 

@@ -226,4 +226,27 @@ export class WarmUpKernel extends GcraKernel {
     super.write(row, from, at)
     this.#created[row] = from[at + 2] ?? 0
   }
+
+  /** While warming, τ may shrink as the row ages: the first microsecond a cost of 0 fits. */
+  protected override paidOffUs(row: number, t: number): number {
+    return t + this.waitUs(row, t, 0)
+  }
+
+  protected override createdAt(row: number, t: number): number {
+    return this.#createdOf(row, t)
+  }
+
+  protected override adoptCreated(row: number, created: number): void {
+    this.#created[row] = created
+  }
+
+  protected override intervalTicks(created: number, t: number): bigint {
+    return BigInt(this.#interval(t - created))
+  }
+
+  /** capacity·T, or one interval when that is more (as `#tolerance`). */
+  protected override toleranceTicks(interval: bigint): bigint {
+    const tau = BigInt(this.capacity) * BigInt(this.window)
+    return interval > tau ? interval : tau
+  }
 }

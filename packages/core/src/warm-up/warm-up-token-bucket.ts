@@ -38,7 +38,7 @@ export const warmUpAlgorithm: AlgorithmDefinition<WarmUpSpec> = {
   },
   kernel: (spec) => new WarmUpKernel(spec),
   create(spec, name, clock) {
-    return new GcraLimiter('warmUpTokenBucket', name, clock, new WarmUpKernel(spec))
+    return new GcraLimiter(warmUpAlgorithm, name, clock, new WarmUpKernel(spec))
   },
 }
 

@@ -2,7 +2,8 @@ import diagnostics from 'node:diagnostics_channel'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
 import { adaptiveConcurrency, type Duration, ManualClock } from '@sluice/core'
-import { type MemoryStore, memoryStore } from '@sluice/keyed'
+import { type MaybePromise, type MemoryStore, memoryStore } from '@sluice/keyed'
+import type { KeyedCost, Policy, Store } from '@sluice/keyed/store'
 import { watchWarnings } from '@sluice/keyed/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { BulkheadOptions } from '../bulkhead-engine'
@@ -1288,6 +1289,178 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect(JSON.parse(first.body).rateLimit.key).toMatch(/^sha256:[\w-]{43}$/)
         expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(429)
         expect((await send(server, '/', { headers: { 'x-api-key': `${long}2` } })).status).toBe(200)
+      })
+    })
+
+    describe('cost budgets settled after the response (issue 26)', () => {
+      const budget = (
+        clock: ManualClock,
+        store: Store,
+        settleWith: () => KeyedCost,
+      ): MiddlewareSpec => ({
+        rateLimit: {
+          key: keys.global(),
+          policies: [
+            { name: 'requests', limit: 60, window: '1m' },
+            { name: 'tokens', limit: 10_000, window: '1m', algorithm: 'token-bucket' },
+          ],
+          cost: { requests: 1, tokens: 1000 },
+          settle: settleWith,
+          clock,
+          store,
+        },
+      })
+
+      it('a streamed 10k-token answer reserved at 1k is charged 10k at its end; the next waits out the debt', async () => {
+        const { clock, store } = manual()
+        const body = gate()
+        const limited = budget(clock, store, () => ({ requests: 1, tokens: 11_000 }))
+        const server = await serve({
+          routes: [
+            {
+              method: 'get',
+              path: '/chat',
+              use: [limited],
+              handler: { kind: 'stream', gate: body },
+            },
+            { method: 'get', path: '/ask', use: [limited], handler: { kind: 'json' } },
+          ],
+        })
+        const { policies } = server.middleware!(limited) as { policies: Policy[] }
+        const streaming = start(server, '/chat')
+        await streaming.firstByte
+        await until(() => body.arrived === 1, 'the first chunk is out')
+        // While it streams, only the estimate is taken.
+        expect(store.get('global', policies).map((r) => r.remaining)).toEqual([59, 9000])
+        body.open()
+        expect((await streaming.replied).body).toBe('first\nlast\n')
+        await until(
+          () => store.get('global', policies)[1]!.remaining === 0,
+          'the answer is settled',
+        )
+        // 1,000 tokens beyond the bucket: 12 s until the next estimate fits.
+        const refused = await send(server, '/ask')
+        expect([refused.status, refused.headers['retry-after']]).toEqual([429, '12'])
+        clock.advance(12_000)
+        expect((await send(server, '/ask')).status).toBe(200)
+      })
+
+      it('settles below the estimate by a refund, and settles an abandoned answer too', async () => {
+        const { clock, store } = manual()
+        const [short, long] = [gate(), gate()]
+        let used = 300
+        const limited = budget(clock, store, () => ({ requests: 1, tokens: used }))
+        const server = await serve({
+          routes: [
+            {
+              method: 'get',
+              path: '/short',
+              use: [limited],
+              handler: { kind: 'stream', gate: short },
+            },
+            {
+              method: 'get',
+              path: '/long',
+              use: [limited],
+              handler: { kind: 'stream', gate: long },
+            },
+          ],
+        })
+        const { policies } = server.middleware!(limited) as { policies: Policy[] }
+        const first = start(server, '/short')
+        await first.firstByte
+        short.open()
+        await first.replied
+        await until(() => store.get('global', policies)[1]!.remaining === 9700, 'the refund')
+        // A client that leaves mid-stream: what it cost so far is still charged.
+        used = 5000
+        const left = start(server, '/long')
+        await left.firstByte
+        await until(() => long.arrived === 1, 'the second answer streams')
+        left.abort()
+        // Its handler may still be streaming into the void (workerd sees the client leave
+        // only at the stream's end): once the response is over either way, it is settled.
+        long.open()
+        await until(
+          () => store.get('global', policies)[1]!.remaining === 4700,
+          'the abandoned answer is settled',
+        )
+      })
+
+      it('keys.first tags its keys; get and resetKey take the key the decision shows', async () => {
+        const { clock, store } = manual()
+        const limited: MiddlewareSpec = {
+          rateLimit: {
+            limit: 1,
+            window: '1m',
+            key: keys.first(keys.header('x-api-key'), keys.ip()),
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          use: [limited],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        const first = await send(server, '/', { headers: { 'x-api-key': 'ann' } })
+        const key = JSON.parse(first.body).rateLimit.key as string
+        expect(key).not.toBe('ann')
+        expect((await send(server, '/', { headers: { 'x-api-key': 'ann' } })).status).toBe(429)
+        const handles = server.middleware?.(limited) as {
+          get(key: string): MaybePromise<readonly { remaining: number }[]>
+          resetKey(key: string): MaybePromise<void>
+        }
+        expect((await handles.get(key))[0]?.remaining).toBe(0)
+        await handles.resetKey(key)
+        expect((await send(server, '/', { headers: { 'x-api-key': 'ann' } })).status).toBe(200)
+      })
+
+      it('get and resetKey normalise a long key as its requests were', async () => {
+        const { clock, store } = manual()
+        const limited: MiddlewareSpec = {
+          rateLimit: { limit: 1, window: '1m', key: keys.header('x-api-key'), clock, store },
+        }
+        const server = await serve({
+          use: [limited],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        const long = 'k'.repeat(1000)
+        await send(server, '/', { headers: { 'x-api-key': long } })
+        const handles = server.middleware?.(limited) as {
+          get(key: string): MaybePromise<readonly { remaining: number }[]>
+          resetKey(key: string): MaybePromise<void>
+        }
+        expect((await handles.get(long))[0]?.remaining).toBe(0)
+        await handles.resetKey(long)
+        expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(200)
+      })
+
+      it('resetKey with a limit per request forgets the key under every plan it met', async () => {
+        const { clock, store } = manual()
+        const limited: MiddlewareSpec = {
+          rateLimit: {
+            limit: (req) => Number(harness.header(req, 'x-plan')),
+            window: '1m',
+            key: keys.global(),
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          use: [limited],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        // More plans than the middleware keeps compiled: every one still holds the key.
+        for (let plan = 1; plan <= 1100; plan++) {
+          await send(server, '/', { headers: { 'x-plan': String(plan) } })
+        }
+        const handles = server.middleware?.(limited) as {
+          resetKey(key: string): MaybePromise<void>
+        }
+        await handles.resetKey('global')
+        // Plan 1100 came after the first 1,000 the middleware remembers.
+        expect((await send(server, '/', { headers: { 'x-plan': '1100' } })).status).toBe(200)
+        expect((await send(server, '/', { headers: { 'x-plan': '1' } })).status).toBe(200)
       })
     })
 
