@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: 'cd35a26aea23f0efb0d3d77fe4f6185482efc56b',
+  sha: '25bd0acff560a78480748314d59a74043a6379f1',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -138,8 +138,11 @@ local function mulAddDivMod(a, b, c, d)
     if r >= d - cr then return q + cq + 1, r - (d - cr) end
     return q + cq, r + cr
   end
-  local q = floor((product + c) / d)
-  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
   -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
   local p2 = q * d
   local t = a * SPLITTER
@@ -156,7 +159,7 @@ local function mulAddDivMod(a, b, c, d)
   local dl = d - dh
   local e1 = ah * bh - product + ah * bl + al * bh + al * bl
   local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
-  local r = product - p2 + (e1 - e2) + c
+  local r = product - p2 + (e1 - e2) + cr
   -- The estimate is off by a unit or two at most: step it onto the exact quotient.
   while r < 0 do
     q = q - 1
@@ -166,7 +169,7 @@ local function mulAddDivMod(a, b, c, d)
     q = q + 1
     r = r - d
   end
-  return q, r
+  return q + cq, r
 end
 
 -- floor(a*b / d) and a*b mod d, exactly.
@@ -414,7 +417,7 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: 'f6f21a66482304341cb69ae948e523c1895f480b',
+  sha: '6953b4e97c11917c5f6873d4c5ee287b04f2b77e',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
@@ -588,8 +591,11 @@ local function mulAddDivMod(a, b, c, d)
     if r >= d - cr then return q + cq + 1, r - (d - cr) end
     return q + cq, r + cr
   end
-  local q = floor((product + c) / d)
-  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
   -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
   local p2 = q * d
   local t = a * SPLITTER
@@ -606,7 +612,7 @@ local function mulAddDivMod(a, b, c, d)
   local dl = d - dh
   local e1 = ah * bh - product + ah * bl + al * bh + al * bl
   local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
-  local r = product - p2 + (e1 - e2) + c
+  local r = product - p2 + (e1 - e2) + cr
   -- The estimate is off by a unit or two at most: step it onto the exact quotient.
   while r < 0 do
     q = q - 1
@@ -616,7 +622,7 @@ local function mulAddDivMod(a, b, c, d)
     q = q + 1
     r = r - d
   end
-  return q, r
+  return q + cq, r
 end
 
 -- floor(a*b / d) and a*b mod d, exactly.
@@ -1102,7 +1108,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: 'efed6670e4ba7eeaa3fb38a49fef262124115804',
+  sha: '84f1d90fa7d6a510f526654b3d0f137b44cf23bb',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1209,8 +1215,11 @@ local function mulAddDivMod(a, b, c, d)
     if r >= d - cr then return q + cq + 1, r - (d - cr) end
     return q + cq, r + cr
   end
-  local q = floor((product + c) / d)
-  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
   -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
   local p2 = q * d
   local t = a * SPLITTER
@@ -1227,7 +1236,7 @@ local function mulAddDivMod(a, b, c, d)
   local dl = d - dh
   local e1 = ah * bh - product + ah * bl + al * bh + al * bl
   local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
-  local r = product - p2 + (e1 - e2) + c
+  local r = product - p2 + (e1 - e2) + cr
   -- The estimate is off by a unit or two at most: step it onto the exact quotient.
   while r < 0 do
     q = q - 1
@@ -1237,7 +1246,7 @@ local function mulAddDivMod(a, b, c, d)
     q = q + 1
     r = r - d
   end
-  return q, r
+  return q + cq, r
 end
 
 -- floor(a*b / d) and a*b mod d, exactly.
@@ -2152,7 +2161,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '9ed920348affe7c0d6726395ae4f426985ecb233',
+  sha: 'a86358f1775a1446f4119d4b436f714d0b36f684',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2286,8 +2295,11 @@ local function mulAddDivMod(a, b, c, d)
     if r >= d - cr then return q + cq + 1, r - (d - cr) end
     return q + cq, r + cr
   end
-  local q = floor((product + c) / d)
-  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
   -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
   local p2 = q * d
   local t = a * SPLITTER
@@ -2304,7 +2316,7 @@ local function mulAddDivMod(a, b, c, d)
   local dl = d - dh
   local e1 = ah * bh - product + ah * bl + al * bh + al * bl
   local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
-  local r = product - p2 + (e1 - e2) + c
+  local r = product - p2 + (e1 - e2) + cr
   -- The estimate is off by a unit or two at most: step it onto the exact quotient.
   while r < 0 do
     q = q - 1
@@ -2314,7 +2326,7 @@ local function mulAddDivMod(a, b, c, d)
     q = q + 1
     r = r - d
   end
-  return q, r
+  return q + cq, r
 end
 
 -- floor(a*b / d) and a*b mod d, exactly.

@@ -56,8 +56,11 @@ local function mulAddDivMod(a, b, c, d)
     if r >= d - cr then return q + cq + 1, r - (d - cr) end
     return q + cq, r + cr
   end
-  local q = floor((product + c) / d)
-  -- a*b + c - q*d, exactly: each product split into its rounded value and its rounding
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
   -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
   local p2 = q * d
   local t = a * SPLITTER
@@ -74,7 +77,7 @@ local function mulAddDivMod(a, b, c, d)
   local dl = d - dh
   local e1 = ah * bh - product + ah * bl + al * bh + al * bl
   local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
-  local r = product - p2 + (e1 - e2) + c
+  local r = product - p2 + (e1 - e2) + cr
   -- The estimate is off by a unit or two at most: step it onto the exact quotient.
   while r < 0 do
     q = q - 1
@@ -84,7 +87,7 @@ local function mulAddDivMod(a, b, c, d)
     q = q + 1
     r = r - d
   end
-  return q, r
+  return q + cq, r
 end
 
 -- floor(a*b / d) and a*b mod d, exactly.
