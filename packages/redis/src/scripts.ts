@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '25bd0acff560a78480748314d59a74043a6379f1',
+  sha: 'fd1ae57843483c8474c7d1dd6861c19919e743bc',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -174,6 +174,11 @@ end
 
 -- floor(a*b / d) and a*b mod d, exactly.
 local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
   return mulAddDivMod(a, b, 0, d)
 end
 
@@ -417,7 +422,7 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '6953b4e97c11917c5f6873d4c5ee287b04f2b77e',
+  sha: '38edcaa950a3e1e6b87ddd3d53449c843b4dbec4',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
@@ -627,6 +632,11 @@ end
 
 -- floor(a*b / d) and a*b mod d, exactly.
 local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
   return mulAddDivMod(a, b, 0, d)
 end
 
@@ -862,7 +872,12 @@ if NEEDS.g then
 
   -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
   local function divide(s, cost)
-    local q, r = mulDivMod(cost, s.w, s.l)
+    local product = cost * s.w
+    if product <= MAX_SAFE then
+      local q = floor(product / s.l)
+      return q, (product - q * s.l) * s.gcd
+    end
+    local q, r = mulAddDivMod(cost, s.w, 0, s.l)
     return q, r * s.gcd
   end
 
@@ -1108,7 +1123,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '84f1d90fa7d6a510f526654b3d0f137b44cf23bb',
+  sha: 'b3efa4a36a13b35e376baeb187d637ce4d53480e',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1251,6 +1266,11 @@ end
 
 -- floor(a*b / d) and a*b mod d, exactly.
 local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
   return mulAddDivMod(a, b, 0, d)
 end
 
@@ -1486,7 +1506,12 @@ if NEEDS.g then
 
   -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
   local function divide(s, cost)
-    local q, r = mulDivMod(cost, s.w, s.l)
+    local product = cost * s.w
+    if product <= MAX_SAFE then
+      local q = floor(product / s.l)
+      return q, (product - q * s.l) * s.gcd
+    end
+    local q, r = mulAddDivMod(cost, s.w, 0, s.l)
     return q, r * s.gcd
   end
 
@@ -2161,7 +2186,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: 'a86358f1775a1446f4119d4b436f714d0b36f684',
+  sha: '8367b855dfa5e5896822174815cd016b5d2c501e',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2331,6 +2356,11 @@ end
 
 -- floor(a*b / d) and a*b mod d, exactly.
 local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
   return mulAddDivMod(a, b, 0, d)
 end
 

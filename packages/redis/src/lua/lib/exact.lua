@@ -92,6 +92,11 @@ end
 
 -- floor(a*b / d) and a*b mod d, exactly.
 local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
   return mulAddDivMod(a, b, 0, d)
 end
 

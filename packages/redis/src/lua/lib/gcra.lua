@@ -108,7 +108,12 @@ if NEEDS.g then
 
   -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
   local function divide(s, cost)
-    local q, r = mulDivMod(cost, s.w, s.l)
+    local product = cost * s.w
+    if product <= MAX_SAFE then
+      local q = floor(product / s.l)
+      return q, (product - q * s.l) * s.gcd
+    end
+    local q, r = mulAddDivMod(cost, s.w, 0, s.l)
     return q, r * s.gcd
   end
 
