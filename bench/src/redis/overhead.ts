@@ -14,12 +14,8 @@ export interface OverheadResult {
 }
 
 // Replies as Redis would give them for an admitted decision: the one-policy scripts'
-// short integer replies, a peer's [count, ttl].
-const SLUICE_REPLY = {
-  'fixed-window': 2_000_000_001 * 478 + 5,
-  'sliding-window': 5,
-  'token-bucket': 3_600_000,
-} as const
+// [admitted, available, reset µs, retry µs, receipt, blocked], a peer's [count, ttl].
+const SLUICE_REPLY = [1, 999_999_999, 3_600, 0, 478, 0]
 
 interface Library {
   readonly id: string
@@ -28,18 +24,14 @@ interface Library {
   make(): { decide: (key: string) => Promise<unknown>; bare: () => Promise<unknown> }
 }
 
-function sluice(algorithm: keyof typeof SLUICE_REPLY): Library {
+type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket'
+
+function sluice(algorithm: Algorithm): Library {
   return {
     id: `sluice-${algorithm}`,
     label: `sluice redisStore.take · ${algorithm}`,
     make() {
-      let first = true
-      const send = () => {
-        // The first call asks for Redis's clock (the long reply); the rest are short.
-        if (!first) return Promise.resolve(SLUICE_REPLY[algorithm])
-        first = false
-        return Promise.resolve([1, 999, 1_000, 0, 478, Date.now() * 1000])
-      }
+      const send = () => Promise.resolve(SLUICE_REPLY)
       const store = redisStore({ client: send, onError: 'deny' })
       const policies = [
         compilePolicy({ algorithm, limit: BENCH_RATE.limit, window: BENCH_RATE.windowMs }, 'bench'),

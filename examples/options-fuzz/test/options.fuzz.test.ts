@@ -185,7 +185,8 @@ const core: Subject[] = [
     // A sendCommand function is a client too: nothing connects, nothing is sent.
     build: (o) => redisStore(o as never),
     base: { client: async () => 'OK' },
-    known: ['client', 'prefix', ...remoteStore.known],
+    // `clock` is for tests only (the scripts decide on the time it gives).
+    known: ['client', 'prefix', ...remoteStore.known, 'clock'],
     ranged: remoteStore.ranged,
   },
   {

@@ -101,8 +101,12 @@ export function isWrongType(error: unknown): boolean {
 /**
  * A failure of this call's keys, not of the shard: TRYAGAIN (a multi-key call on a slot
  * being migrated, some keys moved or expired), also when the Cluster client gave up
- * retrying it. The decision is answered by `onError`; the store stays up.
+ * retrying it, whose last error may then be the MOVED or ASK of a node it tried on the
+ * way (ioredis retries a TRYAGAIN on a random node). The decision is answered by
+ * `onError`; the store stays up.
  */
 export function isKeyLevel(error: unknown): boolean {
-  return /\bTRYAGAIN\b/.test(messageOf(error))
+  return /\bTRYAGAIN\b|^Too many Cluster redirections\. Last error: \w*: (?:MOVED|ASK) /.test(
+    messageOf(error),
+  )
 }

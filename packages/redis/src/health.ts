@@ -36,6 +36,8 @@ export class Health {
   readonly #hooks: HealthHooks
   readonly #probeMs: number
   readonly #down = new Map<string, ShardState>()
+  /** Shards a probe is checking after a failure that may have been the call's own. */
+  readonly #suspects = new Set<string>()
   #confirmed = 0
   /**
    * Bumped whenever a shard comes back. A call remembers it when it starts: a call that
@@ -69,6 +71,23 @@ export class Health {
     const state: ShardState = { key, error, confirmed: false }
     this.#down.set(shard, state)
     this.#probe(shard, state)
+  }
+
+  /**
+   * Reports a failure that may be the call's own rather than the shard's (a multi-key call
+   * that timed out while the Cluster client retried a TRYAGAIN): the shard stays in use,
+   * and is taken out of it only if a probe fails too.
+   */
+  suspect(shard: string, key: string, error: RedisStoreError, since: number): void {
+    if (since !== this.episode || this.#down.has(shard) || this.#suspects.has(shard)) return
+    this.#suspects.add(shard)
+    this.#hooks.probe(key).then(
+      () => this.#suspects.delete(shard),
+      () => {
+        this.#suspects.delete(shard)
+        this.fail(shard, key, error, this.episode)
+      },
+    )
   }
 
   #probe(shard: string, state: ShardState): void {

@@ -37,9 +37,9 @@ describe('escapeKey', () => {
 })
 
 describe('stateKey', () => {
-  it('lays out <prefix>{<client key>}:<digest of the policy id>', () => {
+  it('lays out <prefix>{<client key>}:<layout>:<digest of the policy id>', () => {
     expect(stateKey('sluice:', '203.0.113.7', named('default'))).toMatch(
-      /^sluice:\{203\.0\.113\.7\}:[\w-]{10}$/,
+      /^sluice:\{203\.0\.113\.7\}:v2:[\w-]{10}$/,
     )
   })
 

@@ -33,32 +33,35 @@ export function keyTag(prefix: string, clientKey: string): string {
 }
 
 /**
- * What follows the tag for one policy: `:<digest>`, ten base64url characters of the
- * SHA-256 of the policy's id (its name and every number of its spec). State belongs to
- * name and spec together (issue 10: two unnamed middlewares once shared
- * `prefix{ip}:default`), and the digest keeps every key name short, however long the
- * name (a default name such as `100-per-1m-token-bucket-burst-20` would be stored once per
- * client key): {@link stateKey} finds a policy's key.
+ * The layout of the values the scripts keep, in every key's name: values of an earlier
+ * layout are never read (they sit under other names, and expire on their own).
+ */
+const LAYOUT = 'v2'
+
+/**
+ * What follows the tag for one policy: `:v2:<digest>`, the layout version, then ten
+ * base64url characters of the SHA-256 of the policy's id (its name and every number of
+ * its spec). State belongs to name and spec together (issue 10: two unnamed middlewares
+ * once shared `prefix{ip}:default`), and the digest keeps every key name short, however
+ * long the name (a default name such as `100-per-1m-token-bucket-burst-20` would be stored
+ * once per client key): {@link stateKey} finds a policy's key.
  *
  * @example
  * ```ts
- * policySuffix(policy) // ':Qm9sZGx5Xz'
+ * policySuffix(policy) // ':v2:Qm9sZGx5Xz'
  * ```
  */
 export function policySuffix(policy: Pick<Policy, 'id'>): string {
-  return `:${createHash('sha256').update(policy.id).digest('base64url').slice(0, 10)}`
+  return `:${LAYOUT}:${createHash('sha256').update(policy.id).digest('base64url').slice(0, 10)}`
 }
-
-/** Appended to a policy's key for its penalty's state (no digest ends with `!`). */
-export const PENALTY_SUFFIX = '!block'
 
 /**
  * The Redis key holding one policy's state for one client key:
- * `<prefix>{<escaped client key>}:<digest of the policy id>`.
+ * `<prefix>{<escaped client key>}:v2:<digest of the policy id>`.
  *
  * @example
  * ```ts
- * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:3kTq0AZpXc'
+ * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:v2:3kTq0AZpXc'
  * ```
  */
 export function stateKey(prefix: string, clientKey: string, policy: Pick<Policy, 'id'>): string {

@@ -1,7 +1,8 @@
-import type { Duration } from '@sluice/core'
+import type { Clock, Duration } from '@sluice/core'
 import {
   describe,
   rangeError,
+  readClock,
   readFunction,
   readOneOf,
   readOptions,
@@ -76,6 +77,13 @@ export interface RedisStoreOptions {
   probeInterval?: Duration
   /** The store that answers with `onError: 'local'`. Default: `memoryStore()`. */
   local?: Store
+  /**
+   * For tests only: the time the scripts decide on, read at each call and sent with it,
+   * so a test can move time (a `ManualClock`) and check exact numbers. Keys then get no
+   * expiry (Redis's expiry runs on its own clock). Default: Redis's own clock (`TIME`),
+   * which is what production must use: application servers' clocks disagree.
+   */
+  clock?: Clock
 }
 
 const ON_ERROR: readonly OnError[] = ['deny', 'allow', 'local']
@@ -90,6 +98,7 @@ const OPTIONS = [
   'leaseTtl',
   'probeInterval',
   'local',
+  'clock',
 ]
 
 /**
@@ -124,6 +133,7 @@ export interface StoreSettings {
   readonly leaseTtlMs: number
   readonly probeMs: number
   readonly local: Store | undefined
+  readonly clock: Clock | undefined
 }
 
 /**
@@ -168,6 +178,7 @@ export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
     leaseTtlMs,
     probeMs: readTimer('probeInterval', options.probeInterval, '1s'),
     local: options.local,
+    clock: options.clock === undefined ? undefined : readClock(FACTORY, 'clock', options.clock),
   }
 }
 

@@ -1,4 +1,4 @@
-/** How long an estimate of Redis's clock is trusted before a reply is asked to carry the time. */
+/** How long a sample is preferred to a new one whose round trip was much longer. */
 const RESAMPLE_MS = 5_000
 
 // Read once: the getter is slow, and the origin never changes.
@@ -10,11 +10,10 @@ function localUs(at: number): number {
 }
 
 /**
- * An estimate of Redis's clock (`TIME`), from replies that carry it. The one-policy scripts
- * answer an admitted take with a single integer and no time; the store derives the reset
- * time and receipt from it with this estimate. Its error is at most half the round trip
- * of the sample (plus drift since it was taken): a few milliseconds on reset times, and
- * nothing on decisions or window and slot receipts, which the integer carries exactly.
+ * An estimate of Redis's clock (`TIME`), from the general script's replies, which carry
+ * it: what a take with a lease bases its deadline on (a take that reaches Redis after it
+ * takes nothing). Its error is at most half the round trip of the sample, plus drift
+ * since it was taken; the deadline leaves a second of slack for it.
  */
 export class RedisClock {
   #offsetUs = 0
@@ -29,19 +28,18 @@ export class RedisClock {
     return localUs(at) + this.#offsetUs
   }
 
-  /** True when a call made at `at` should ask for the time. */
-  stale(at: number): boolean {
+  #stale(at: number): boolean {
     return at - this.#sampledAt > RESAMPLE_MS
   }
 
   /**
    * Takes Redis's `now` from a reply to a call sent at `sentAt` and answered at
    * `receivedAt` (`performance.now()`). A sample with a much longer round trip than the
-   * current one is kept only once the current one is stale.
+   * current one is kept only once the current one is a few seconds old.
    */
   sample(redisNowUs: number, sentAt: number, receivedAt: number): void {
     const rtt = receivedAt - sentAt
-    if (rtt > this.#rttMs * 2 + 1 && !this.stale(receivedAt)) return
+    if (rtt > this.#rttMs * 2 + 1 && !this.#stale(receivedAt)) return
     this.#offsetUs = redisNowUs - localUs((sentAt + receivedAt) / 2)
     this.#rttMs = rtt
     this.#sampledAt = receivedAt

@@ -1,24 +1,30 @@
 import { randomUUID } from 'node:crypto'
-import { rangeError, typeError } from '@sluice/core/validation'
+import type { Clock } from '@sluice/core'
+import { micros } from '@sluice/core/internal'
+import { rangeError } from '@sluice/core/validation'
 import {
   type AsyncStore,
+  type Cost,
   type Lease,
   memoryStore,
   type Policy,
   type PolicyResult,
   type Store,
+  type TakeBuffer,
   type TakeResult,
 } from '@sluice/keyed'
-import { emitWarning, storeChannel } from '@sluice/keyed/store'
+import { checkBlock, checkCost, costAt, emitWarning, storeChannel } from '@sluice/keyed/store'
 import { hashSlot, type Topology, topologyOf } from './cluster'
 import {
   decodeGeneral,
   decodeSingle,
+  type GeneralCall,
   generalArgs,
   generalKeys,
   leaseMember,
   type PolicyPlan,
   planPolicy,
+  singleArgs,
 } from './codec'
 import { type Connection, connectionOf } from './connection'
 import { isKeyLevel, isWrongType, type RedisStoreError, toStoreError } from './errors'
@@ -74,9 +80,10 @@ const EMPTY: TakeResult = { allowed: true, results: [] }
  * A {@link Store} on Redis (or Valkey, or Redis Cluster): every process using the same Redis and
  * `prefix` shares one budget per policy and client key. Each decision is one EVALSHA: a
  * small script per algorithm for a request checked against one policy (the common case:
- * an admitted take is one or two Redis calls and an integer reply), a general script for
- * several policies (all or none), warm-up, bulkheads and penalties, all on Redis's own
- * clock. Keys expire once their state is back to fresh.
+ * an admitted take is a GET and a SET inside it), a general script for several policies
+ * (all or none), costs per policy, warm-up, bulkheads, penalties, force and block, all on
+ * Redis's own clock. The scripts are ports of `@sluice/core`'s kernels: every result is
+ * the memory store's, field for field. Keys expire once their state is back to fresh.
  *
  * A failing or slow Redis never hangs a request: each call gives up after `timeout`, its
  * shard is taken out of use and probed at once with a command routed by the key that
@@ -105,13 +112,15 @@ class RedisBackedStore implements RedisStore {
   readonly #onError: OnError
   readonly #local: Store | undefined
   readonly #probeMs: number
-  readonly #leaseTtlUs: number
+  readonly #leaseTtlMs: number
   readonly #settings: StoreSettings
   readonly #runner: ScriptRunner
   readonly #topology: Topology
   readonly #connection: Connection
   readonly #health: Health
-  readonly #clock = new RedisClock()
+  /** A test's clock (the `clock` option), sent with every call; else Redis's own. */
+  readonly #testClock: Clock | undefined
+  readonly #redisClock = new RedisClock()
   readonly #releases = new PendingReleases()
   readonly #plans = new WeakMap<Policy, PolicyPlan | RangeError | TypeError>()
   /** Every policy this store has seen, by id: what `reset(key)` without policies forgets. */
@@ -125,7 +134,8 @@ class RedisBackedStore implements RedisStore {
     this.#onError = settings.onError
     this.#local = settings.onError === 'local' ? (settings.local ?? memoryStore()) : undefined
     this.#probeMs = settings.probeMs
-    this.#leaseTtlUs = Math.ceil(settings.leaseTtlMs * 1000)
+    this.#leaseTtlMs = settings.leaseTtlMs
+    this.#testClock = settings.clock
     this.#connection = connectionOf(settings.client)
     this.#runner = new ScriptRunner(settings.send, settings.timeoutMs, this.#connection)
     this.#topology = topologyOf(settings.client, settings.send)
@@ -149,17 +159,29 @@ class RedisBackedStore implements RedisStore {
     return this.#health.status
   }
 
-  take(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult> {
+  take(
+    key: string,
+    policies: readonly Policy[],
+    cost: Cost,
+    _into?: TakeBuffer,
+  ): Promise<TakeResult> {
     // Not async, to spare the one-policy path a promise; a bad argument still rejects.
     try {
-      checkCost(cost)
-      if (policies.length === 1) {
+      if (policies.length === 1 && typeof cost === 'number') {
+        if (!(cost >= 1 && Number.isSafeInteger(cost))) checkCost('redisStore.take', cost, 1)
         const plan = this.#plan(policies[0]!)
         if (plan.single !== undefined) return this.#takeOne(key, plan, cost, false)
-        return this.#takeMany(key, [plan], cost, false)
+        return this.#takeMany(key, [plan], [cost], cost, false)
       }
+      checkCost('redisStore.take', cost, policies.length)
       if (policies.length === 0) return Promise.resolve(EMPTY)
-      return this.#takeMany(key, this.#plansOf(policies), cost, false)
+      return this.#takeMany(
+        key,
+        this.#plansOf(policies),
+        costsOf(cost, policies.length),
+        cost,
+        false,
+      )
     } catch (error) {
       return Promise.reject(error)
     }
@@ -175,35 +197,32 @@ class RedisBackedStore implements RedisStore {
     if (this.#health.anyDown && this.#isDown(redisKey)) {
       return this.#fallbackTake(key, [plan.policy], cost)
     }
-    const single = plan.single!
-    const clock = this.#clock
-    const sentAt = performance.now()
-    const args = single.args(redisKey, costText(cost), single.alwaysTime || clock.stale(sentAt))
     const since = this.#health.episode
-    let reply: unknown
+    let result: PolicyResult
     try {
-      reply = await this.#runner.script(single.script, args, redisKey, sentAt)
+      const args = singleArgs(plan, redisKey, this.#time(), cost)
+      const reply = await this.#runner.script(
+        plan.single!.script,
+        args,
+        redisKey,
+        performance.now(),
+      )
+      result = decodeSingle(reply, plan)
     } catch (error) {
       if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
         return this.#takeOne(key, plan, cost, true)
       }
-      this.#failed(error, redisKey, since)
+      this.#failed(error, redisKey, since, false)
       return this.#fallbackTake(key, [plan.policy], cost)
     }
-    // Redis ran the script between the send and now: the send is close enough for the
-    // reset time, and errs towards giving back less on a refund by receipt.
-    if (typeof reply === 'number') {
-      return { allowed: true, results: [single.decode(reply, clock.nowUs(sentAt))] }
-    }
-    const { result, now } = decodeSingle(reply, plan.policy)
-    clock.sample(now, sentAt, performance.now())
     return { allowed: result.allowed, results: [result] }
   }
 
   async #takeMany(
     key: string,
     plans: readonly PolicyPlan[],
-    cost: number,
+    costs: readonly number[],
+    cost: Cost,
     retried: boolean,
   ): Promise<TakeResult> {
     const tag = keyTag(this.#prefix, key)
@@ -211,56 +230,55 @@ class RedisBackedStore implements RedisStore {
     if (this.#health.anyDown && this.#isDown(keys[0]!)) {
       return this.#fallbackTake(key, policiesOf(plans), cost)
     }
-    const leases = plans.filter((plan) => plan.concurrency)
+    const leases = plans.filter((plan, i) => plan.concurrency && costs[i]! > 0)
     const leaseId = leases.length === 0 ? '' : randomUUID()
     const timeoutMs = this.#runner.timeoutMs
     const sentAt = performance.now()
     const deadlineUs =
       leases.length !== 0 && !retried
-        ? this.#clock.nowUs(sentAt) + (timeoutMs + DEADLINE_SLACK_MS) * 1000
+        ? this.#nowUs(sentAt) + (timeoutMs + DEADLINE_SLACK_MS) * 1000
         : 0
     const since = this.#health.episode
     let reply: ReturnType<typeof decodeGeneral>
     try {
-      const args = generalArgs('take', keys, plans, cost, leaseId, deadlineUs)
+      const call: GeneralCall = { op: 'take', time: this.#time(), leaseId, deadlineUs }
+      const args = generalArgs(call, keys, plans, costs)
       reply = decodeGeneral(
         await this.#runner.script(GENERAL, args, keys[0]!, sentAt),
         plans,
-        cost,
+        costs,
         leaseId,
       )
     } catch (error) {
       // The take may still reach Redis (or have, its answer lost): undo its leases once
       // Redis answers, after its deadline, so that the undo cannot come first.
-      for (const plan of leases) {
+      plans.forEach((plan, i) => {
+        if (!plan.concurrency || costs[i] === 0) return
         const notBefore = sentAt + timeoutMs + 2 * DEADLINE_SLACK_MS
-        this.#releases.add(
-          tag + plan.suffix,
-          leaseMember({ id: leaseId, permits: cost }),
-          notBefore,
-        )
-      }
+        const member = leaseMember({ id: leaseId, permits: costs[i]! })
+        this.#releases.add(tag + plan.suffix, member, notBefore)
+      })
       this.#scheduleFlush()
       if (!retried && isWrongType(error) && (await this.#clear(keys))) {
-        return this.#takeMany(key, plans, cost, true)
+        return this.#takeMany(key, plans, costs, cost, true)
       }
-      this.#failed(error, keys[0]!, since)
+      this.#failed(error, keys[0]!, since, keys.length > 1)
       return this.#fallbackTake(key, policiesOf(plans), cost)
     }
-    this.#clock.sample(reply.now, sentAt, performance.now())
+    this.#redisClock.sample(reply.now, sentAt, performance.now())
     // Past the deadline by Redis's clock, though this caller is still waiting: the
     // estimate of that clock was off (a node whose clock runs ahead). Once more, without.
-    if (reply.taken === -1) return this.#takeMany(key, plans, cost, true)
+    if (reply.taken === -1) return this.#takeMany(key, plans, costs, cost, true)
     return { allowed: reply.taken === 1, results: reply.results }
   }
 
   async refund(
     key: string,
     policies: readonly Policy[],
-    cost: number,
+    cost: Cost,
     receipts?: readonly (number | undefined)[],
   ): Promise<void> {
-    checkCost(cost)
+    checkCost('redisStore.refund', cost, policies.length)
     if (policies.length === 0) return
     const plans = this.#plansOf(policies)
     // Receipts of takes the local store answered are negative (see #fallbackTake).
@@ -275,20 +293,47 @@ class RedisBackedStore implements RedisStore {
       if (receipts === undefined) await this.#local?.refund(key, policies, cost)
       return
     }
-    const since = this.#health.episode
+    const extra = plans.map((_, i) => {
+      const receipt = receipts?.[i]
+      return receipt === undefined ? '' : String(receipt)
+    })
+    await this.#general({ op: 'refund', time: this.#time(), extra }, keys, plans, cost).catch(
+      () => undefined,
+    )
+  }
+
+  async force(
+    key: string,
+    policies: readonly Policy[],
+    cost: Cost,
+  ): Promise<readonly PolicyResult[]> {
+    checkCost('redisStore.force', cost, policies.length)
+    if (policies.length === 0) return []
+    const plans = this.#plansOf(policies)
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    if (!(this.#health.anyDown && this.#isDown(keys[0]!))) {
+      try {
+        const costs = costsOf(cost, plans.length)
+        const reply = await this.#general({ op: 'force', time: this.#time() }, keys, plans, costs)
+        return decodeGeneral(reply, plans, costs, '').results
+      } catch {}
+    }
+    if (this.#local !== undefined) return this.#local.force(key, policies, cost)
+    return policies.map((policy) => this.#substitute(policy, this.#onError === 'allow', 1))
+  }
+
+  async block(key: string, policies: readonly Policy[], ms: number): Promise<void> {
+    checkBlock('redisStore.block', ms)
+    if (policies.length === 0) return
+    const plans = this.#plansOf(policies)
+    await this.#local?.block(key, policies, ms)
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    const call: GeneralCall = { op: 'block', time: this.#time(), extra: [String(ms)] }
     try {
-      const args = generalArgs(
-        'refund',
-        keys,
-        plans,
-        cost,
-        '',
-        0,
-        receipts ?? plans.map(() => undefined),
-      )
-      await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
+      await this.#general(call, keys, plans, 0)
     } catch (error) {
-      this.#failed(error, keys[0]!, since)
+      // A block that did not reach Redis is not in force: its caller must know.
+      throw toStoreError(error)
     }
   }
 
@@ -316,7 +361,7 @@ class RedisBackedStore implements RedisStore {
       // the slot until the lease expires.
       this.#releases.add(redisKey, member)
       this.#scheduleFlush()
-      this.#failed(error, redisKey, since)
+      this.#failed(error, redisKey, since, false)
     }
   }
 
@@ -325,17 +370,34 @@ class RedisBackedStore implements RedisStore {
     const plans = this.#plansOf(policies)
     const keys = generalKeys(keyTag(this.#prefix, key), plans)
     if (!(this.#health.anyDown && this.#isDown(keys[0]!))) {
-      const since = this.#health.episode
       try {
-        const args = generalArgs('get', keys, plans, 1, '', 0)
-        const reply = await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
-        return decodeGeneral(reply, plans, 1, '').results
-      } catch (error) {
-        this.#failed(error, keys[0]!, since)
-      }
+        const costs = plans.map(() => 1)
+        const reply = await this.#general({ op: 'get', time: this.#time() }, keys, plans, costs)
+        return decodeGeneral(reply, plans, costs, '').results
+      } catch {}
     }
     if (this.#local !== undefined) return this.#local.get(key, policies)
     return policies.map((policy) => this.#substitute(policy, this.#onError === 'allow', 1))
+  }
+
+  /**
+   * One general call other than a take, in one round trip: a failure is reported to the
+   * shard's health and rethrown.
+   */
+  async #general(
+    call: GeneralCall,
+    keys: readonly string[],
+    plans: readonly PolicyPlan[],
+    cost: Cost,
+  ): Promise<unknown> {
+    const since = this.#health.episode
+    try {
+      const args = generalArgs(call, keys, plans, costsOf(cost, plans.length))
+      return await this.#runner.script(GENERAL, args, keys[0]!, performance.now())
+    } catch (error) {
+      this.#failed(error, keys[0]!, since, keys.length > 1)
+      throw error
+    }
   }
 
   async reset(key: string, policies?: readonly Policy[]): Promise<void> {
@@ -347,7 +409,7 @@ class RedisBackedStore implements RedisStore {
     try {
       await this.#runner.call(['DEL', ...keys], keys[0])
     } catch (error) {
-      this.#failed(error, keys[0]!, since)
+      this.#failed(error, keys[0]!, since, keys.length > 1)
       throw toStoreError(error)
     }
   }
@@ -388,7 +450,7 @@ class RedisBackedStore implements RedisStore {
     let plan = this.#plans.get(policy)
     if (plan === undefined) {
       try {
-        plan = planPolicy(policy, this.#leaseTtlUs)
+        plan = planPolicy(policy, this.#leaseTtlMs)
         this.#seen.set(policy.id, plan)
       } catch (error) {
         if (!(error instanceof RangeError || error instanceof TypeError)) throw error
@@ -423,11 +485,34 @@ class RedisBackedStore implements RedisStore {
     return this.#health.isDown(this.#topology.shardOf(redisKey))
   }
 
-  /** A failed call on `redisKey` that started in episode `since`. */
-  #failed(error: unknown, redisKey: string, since: number): void {
+  /** A failed call on `redisKey` (and other keys when `multiKey`) that started in episode `since`. */
+  #failed(error: unknown, redisKey: string, since: number, multiKey: boolean): void {
     // TRYAGAIN is this call's keys in a slot being migrated, not an outage of the shard.
     if (isKeyLevel(error)) return
-    this.#health.fail(this.#topology.shardOf(redisKey), redisKey, toStoreError(error), since)
+    const shard = this.#topology.shardOf(redisKey)
+    const failure = toStoreError(error)
+    // A multi-key call may also time out while the Cluster client still retries its
+    // TRYAGAIN: the shard stays in use unless a probe fails too.
+    if (multiKey && failure.code === 'ERR_SLUICE_REDIS_TIMEOUT') {
+      this.#health.suspect(shard, redisKey, failure, since)
+    } else {
+      this.#health.fail(shard, redisKey, failure, since)
+    }
+  }
+
+  /** The time argument of a call: a test's clock, or '' for Redis's own. */
+  #time(): string {
+    const clock = this.#testClock
+    if (clock === undefined) return ''
+    const ms = clock.now()
+    return `${ms} ${micros(ms)}`
+  }
+
+  /** The scripts' clock at `at` (`performance.now()`), in µs: a test's, or Redis's as estimated. */
+  #nowUs(at: number): number {
+    return this.#testClock === undefined
+      ? this.#redisClock.nowUs(at)
+      : micros(this.#testClock.now())
   }
 
   /**
@@ -443,13 +528,13 @@ class RedisBackedStore implements RedisStore {
     }
   }
 
-  async #fallbackTake(key: string, policies: readonly Policy[], cost: number): Promise<TakeResult> {
+  async #fallbackTake(key: string, policies: readonly Policy[], cost: Cost): Promise<TakeResult> {
     const local = this.#local
     if (local === undefined) {
       const allowed = this.#onError === 'allow'
       return {
         allowed,
-        results: policies.map((policy) => this.#substitute(policy, allowed, cost)),
+        results: policies.map((policy, i) => this.#substitute(policy, allowed, costAt(cost, i))),
       }
     }
     const taken = await local.take(key, policies, cost)
@@ -552,21 +637,9 @@ function fromLocalReceipt(receipt: number | undefined): number | undefined {
   return receipt === undefined ? undefined : -1 - receipt
 }
 
-/**
- * Refuses a cost that is not a positive integer (issue 11: `cost: 1e308` used to fail
- * inside Redis on every request). A cost above every limit is a valid question whose
- * answer is "never": it is sent as 2^53 − 1, which no policy can hold.
- */
-function checkCost(cost: number): void {
-  if (typeof cost !== 'number') throw typeError(FACTORY, 'cost', 'must be a positive integer', cost)
-  if (!Number.isInteger(cost) || cost < 1) {
-    throw rangeError(FACTORY, 'cost', 'must be a positive integer', cost)
-  }
-}
-
-function costText(cost: number): string {
-  if (cost === 1) return '1'
-  return cost > Number.MAX_SAFE_INTEGER ? String(Number.MAX_SAFE_INTEGER) : String(cost)
+/** One cost per policy. */
+function costsOf(cost: Cost, policies: number): readonly number[] {
+  return typeof cost === 'number' ? new Array<number>(policies).fill(cost) : cost
 }
 
 function groupBy<T>(items: readonly T[], by: (item: T) => unknown): T[][] {

@@ -14,6 +14,8 @@ export class ScriptRunner {
   readonly #send: SendCommand
   readonly #timer: CallTimer
   readonly #connection: Connection
+  /** The SHAs of the scripts an EVAL is on its way for, after a NOSCRIPT (see {@link Call}). */
+  readonly #loads = new Set<string>()
 
   constructor(send: SendCommand, timeoutMs: number, connection: Connection) {
     this.#send = send
@@ -34,8 +36,11 @@ export class ScriptRunner {
    * Runs a script with `args` as EVALSHA takes them (`['EVALSHA', sha, numkeys, ...]`),
    * started at `now` (`performance.now()`). If Redis answers NOSCRIPT (a restart, a
    * failover, `SCRIPT FLUSH`), the same call is sent again as EVAL, which caches the
-   * script on the node that owns the key (SCRIPT LOAD could reach another node). A call
-   * its caller has given up on is not sent again.
+   * script on the node that owns the key (SCRIPT LOAD could reach another node). Calls
+   * that meet NOSCRIPT while such an EVAL is on its way send EVALSHA again, behind it on
+   * the connection (and EVAL only if that fails too, on another node of a Cluster): a
+   * burst after a restart sends the source once, not once per call. A call its caller
+   * has given up on is not sent again.
    */
   script(script: Script, args: string[], key: string, now: number): Promise<unknown> {
     return this.#run(args, key, script, now)
@@ -48,10 +53,23 @@ export class ScriptRunner {
     now: number,
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const call = new Call(this.#send, this.#timer, args, key, script, resolve, reject, now)
+      const call = new Call(
+        this.#send,
+        this.#timer,
+        this.#loads,
+        args,
+        key,
+        script,
+        resolve,
+        reject,
+        now,
+      )
       const connecting = this.#connection.connecting()
-      if (connecting === undefined) call.send()
-      else connecting.then(() => call.done || call.send())
+      if (connecting === undefined) void call.send()
+      else
+        connecting.then(() => {
+          if (!call.done) void call.send()
+        })
     })
   }
 }
@@ -62,15 +80,19 @@ class Call implements Pending {
   done = false
   readonly #send: SendCommand
   readonly #timer: CallTimer
+  readonly #loads: Set<string>
   readonly #args: string[]
   readonly #key: string | undefined
   readonly #script: Script | undefined
   readonly #resolve: (reply: unknown) => void
   readonly #reject: (error: unknown) => void
+  /** Set once this call followed another's EVAL: its next NOSCRIPT sends the source. */
+  #waited = false
 
   constructor(
     send: SendCommand,
     timer: CallTimer,
+    loads: Set<string>,
     args: string[],
     key: string | undefined,
     script: Script | undefined,
@@ -80,6 +102,7 @@ class Call implements Pending {
   ) {
     this.#send = send
     this.#timer = timer
+    this.#loads = loads
     this.#args = args
     this.#key = key
     this.#script = script
@@ -93,7 +116,8 @@ class Call implements Pending {
     this.#reject(timeoutError(this.#timer.ms))
   }
 
-  send(): void {
+  /** Sends the call; settles once its answer (or failure) has been handled. */
+  send(): Promise<void> {
     let reply: PromiseLike<unknown>
     // A client that throws instead of rejecting, or answers without a promise, still
     // settles the call.
@@ -106,7 +130,7 @@ class Call implements Pending {
     } catch (error) {
       reply = Promise.reject(error)
     }
-    reply.then(
+    return Promise.resolve(reply).then(
       (value) => {
         if (this.#timer.settle(this)) this.#resolve(value)
       },
@@ -117,10 +141,17 @@ class Call implements Pending {
   #failed(error: unknown): void {
     if (this.done) return
     const args = this.#args
-    if (this.#script !== undefined && args[0] === 'EVALSHA' && isNoScript(error)) {
+    const script = this.#script
+    if (script !== undefined && args[0] === 'EVALSHA' && isNoScript(error)) {
+      if (this.#loads.has(script.sha) && !this.#waited) {
+        this.#waited = true
+        void this.send()
+        return
+      }
       args[0] = 'EVAL'
-      args[1] = this.#script.source
-      this.send()
+      args[1] = script.source
+      this.#loads.add(script.sha)
+      void this.send().then(() => this.#loads.delete(script.sha))
       return
     }
     if (this.#timer.settle(this)) this.#reject(toStoreError(error))

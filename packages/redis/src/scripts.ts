@@ -11,552 +11,2173 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '7684503d9c8b88a7ce7b7baacf8efbdbd6fe8c39',
-  source: `-- One take from one fixed-window policy: the common case, in the fewest Redis calls.
+  sha: 'fd1ae57843483c8474c7d1dd6861c19919e743bc',
+  source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
+-- Redis calls (GET, and SET when admitted).
 --
--- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (us), and '1' when the reply must carry the time
---
--- State: one integer, (window number mod cycle + 1) x m + count with m = 2 x limit + 1 and
--- cycle the largest (up to 2^32) that keeps it below 2^53, that expires exactly when
--- its window ends (PXAT). The expiry is what ends a window: while the key exists it holds
--- the current window's count, so an admitted take in a running window is one INCRBY and
--- needs no clock. m > 2 x limit keeps a count that a take pushed past the limit below the
--- window number. The window number makes receipts exact, and lets a key that lost its
--- expiry be recognised (and restarted) the first time it refuses.
---
--- Reply: the new state (an integer) for an admitted take in a running window, unless the
--- time is wanted; otherwise {admitted, remaining, reset us, retry us (-1: never),
--- receipt, now us}.
-local n = ARGV[1] + 0
-local limit = ARGV[2] + 0
-local m = 2 * limit + 1
-local taken = false
-local v
-if n <= limit then
-  -- The cost as sent: a Lua number would be printed back into a string for INCRBY.
-  v = redis.call('INCRBY', KEYS[1], ARGV[1])
-  if v >= m then
-    taken = v % m <= limit
-    if taken then
-      if not ARGV[4] then return v end
-    else
-      v = redis.call('DECRBY', KEYS[1], n)
-    end
-  end
+-- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/fixed-window.lua)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), window (ms)
+-- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
+--          blocked (0, or ms left)
+-- The time of the call, read once. NOW is whole microseconds (what the kernels decide
+-- on), NOW_MS milliseconds (what penalties and leases count in, as the memory store does).
+-- ARGV[1] is '' in production: Redis's own clock (TIME), so application servers whose
+-- clocks disagree still agree. A test's clock sends "<ms> <us>" instead (the store's
+-- \`clock\` option); Redis's expiry does not follow that time, so under it keys are written
+-- without one (TESTING): every state says itself when it is stale, expiry only collects it.
+local NOW, NOW_MS, TESTING
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  NOW = time[1] * 1000000 + time[2]
+  NOW_MS = NOW / 1000
+  TESTING = false
 else
-  v = tonumber(redis.call('GET', KEYS[1])) or 0
+  local ms, us = string.match(ARGV[1], '^(%S+) (%S+)$')
+  NOW_MS, NOW, TESTING = ms + 0, us + 0, true
+end
+local INF = math.huge
+local MAX_SAFE = 9007199254740991
+local floor, ceil = math.floor, math.ceil
+local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+local v = redis.call('GET', key)
+
+-- A take in the key's running window, or on a key with no state: inline, as
+-- lib/fixed-window.lua and lib/record.lua would decide and write it (making the port's
+-- functions is most of a script's cost). Anything else, below, through the port.
+do
+  local id = floor(NOW / window)
+  local left = (id + 1) * window - NOW
+  if v then
+    if #v == 24 then
+      local counted, count = sunpack('<dd', v, 9)
+      if counted == id then
+        if count + cost <= limit then
+          count = count + cost
+          -- The key already expires when its window ends: only the count changes.
+          redis.call('SETRANGE', key, '16', spack('<d', count))
+          return {1, limit - count, left, 0, id, 0}
+        end
+        local available = 0
+        if count < limit then available = limit - count end
+        local reset, retry = 0, left
+        if available < limit then reset = left end
+        if cost > limit then retry = -1 end
+        return {0, available, reset, retry, -1, 0}
+      end
+    end
+  elseif cost <= limit then
+    if TESTING then
+      redis.call('SET', key, spack('<ddd', INF, id, cost))
+    else
+      local expiry = ceil((id + 1) * window / 1000)
+      redis.call('SET', key, spack('<ddd', expiry, id, cost), 'PXAT', string.format('%d', expiry))
+    end
+    return {1, limit - cost, left, 0, id, 0}
+  end
 end
 
--- Redis's own clock (us), so that application servers' clocks may disagree.
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2]
-local window = ARGV[3] + 0
-local id = math.floor(now / window)
-local stop = (id + 1) * window
-local cycle = math.floor((9007199254740991 - 2 * limit) / m) - 1
-if cycle > 4294967296 then cycle = 4294967296 end
-local base = (id % cycle + 1) * m
-local used = v - base
-if used < 0 or used > limit then
-  -- No count of this window: INCRBY has just made the key, or it outlived its window.
-  used = 0
-  if n <= limit then
-    -- PXAT one millisecond early: Redis keeps a key through the millisecond it expires in.
-    redis.call('SET', KEYS[1], base + n, 'PXAT', math.ceil(stop / 1000) - 1)
-    return {1, limit - n, stop - now, 0, id, now}
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {f = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
+      else
+        r = r + r
+      end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
+    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + cr
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
+  end
+  return q + cq, r
+end
+
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
+  return mulAddDivMod(a, b, 0, d)
+end
+
+-- ceil(a*b / d) exactly.
+local function mulDivCeil(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
+  if r > 0 then return q + 1 end
+  return q
+end
+-- A time-based policy's value for one client key, one Redis string of little-endian
+-- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
+-- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- refusals counted since \`since\` and the end of its block, in ms as the memory store
+-- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
+--
+-- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
+-- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+-- Reads \`v\` (false: no key, a fresh state) into s.
+local function readRecord(s, v)
+  s.known = v and true or false
+  s.expiry = 0
+  if v then s.expiry = sunpack('<d', v) end
+  local at = s.alg.read(s, v, 9)
+  s.strikes = nil
+  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+end
+
+-- Milliseconds the key stays blocked (0: not blocked).
+local function blockedFor(s)
+  if s.strikes == nil then return 0 end
+  local left = s.blockedUntil - NOW_MS
+  if left > 0 then return left end
+  return 0
+end
+
+-- Counts a refusal (the memory store's countStrike): the \`after\`th within one window of
+-- the first starts a block and the count starts again. Returns the block's length, or 0.
+local function strike(s)
+  local count, since, untilMs = s.strikes, s.since, s.blockedUntil
+  if count == nil or NOW_MS - since >= s.windowMs then count, since, untilMs = 0, NOW_MS, 0 end
+  count = count + 1
+  if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
+  s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  if untilMs > NOW_MS then return s.blockFor end
+  return 0
+end
+
+-- Blocks the key for ms from now (0 lifts a block). Strikes count afresh once it ends:
+-- its window is taken to have started one window before the block's end.
+local function block(s, ms)
+  if ms == 0 then
+    s.strikes = nil
+  else
+    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
   end
 end
-if taken then return {1, limit - used, stop - now, 0, id, now} end
-local retry = stop - now
-if n > limit then retry = -1 end
-local reset = 0
-if used > 0 then reset = stop - now end
-return {0, limit - used, reset, retry, 0, now}
+
+-- Writes s back: deleted once worth nothing (a fresh state, strikes that no longer count),
+-- else expiring once it is (plus the policy's grace, so that a busy key moves its expiry
+-- only once in a while, not on every take).
+local function saveRecord(s)
+  local tail, keep = '', 0
+  -- Strikes stop counting once not blocked and their window has passed: dropped, they
+  -- decide as kept ones would (countStrike would start them over).
+  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
+    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
+    keep = s.since + s.windowMs
+    if s.blockedUntil > keep then keep = s.blockedUntil end
+  end
+  if tail == '' and s.alg.fresh(s) then
+    if s.known then redis.call('DEL', s.key) end
+    return
+  end
+  local untilMs = s.alg.freshUntil(s)
+  if keep > untilMs then untilMs = keep end
+  local needed = ceil(untilMs)
+  if s.known and needed <= s.expiry then
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+  elseif TESTING then
+    s.expiry = INF
+    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+  else
+    s.expiry = needed + s.grace
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+      string.format('%d', s.expiry))
+  end
+  s.known = true
+end
+
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
+-- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
+-- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
+-- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
+-- memory store builds one.
+local function answer(reply, s, admits, cost, allowed, receipt)
+  local available, reset, retry = s.alg.report(s, cost, allowed)
+  local blocked = s.blocked
+  if blocked > 0 then
+    reset = s.alg.wait(s, 1)
+    receipt = -1
+  end
+  local n = #reply
+  reply[n + 1] = admits and 1 or 0
+  reply[n + 2] = available
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
+  reply[n + 6] = blocked > 0 and exactText(blocked) or 0
+end
+-- A fixed window: a port of @sluice/core's fixed-window/kernel.ts. Windows are aligned
+-- to the clock's zero (window number floor(t / window), t in us), so every store agrees
+-- where they start (an hourly window ends on the hour), and one count per key. A count
+-- above the limit (debt) keeps the key refused until its window ends.
+--
+-- s: limit, window (us). State: id (the window counted in, -inf: none), count.
+local FIXED = {}
+if NEEDS.f then
+
+  function FIXED.read(s, v, at)
+    if not v then
+      s.id, s.count = -INF, 0
+      return at
+    end
+    s.id, s.count = sunpack('<dd', v, at)
+    return at + 16
+  end
+
+  function FIXED.encode(s)
+    return spack('<dd', s.id, s.count)
+  end
+
+  -- Permits counted in the window of now.
+  local function counted(s)
+    if s.id == floor(NOW / s.window) then return s.count end
+    return 0
+  end
+
+  -- Us until the window of now ends.
+  local function left(s)
+    return (floor(NOW / s.window) + 1) * s.window - NOW
+  end
+
+  function FIXED.available(s)
+    local n = counted(s)
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function FIXED.wait(s, cost)
+    if cost > s.limit then return -1 end
+    if counted(s) + cost <= s.limit then return 0 end
+    return left(s)
+  end
+
+  function FIXED.fits(s, cost)
+    return FIXED.wait(s, cost) == 0
+  end
+
+  function FIXED.take(s, cost)
+    local n = counted(s)
+    if n + cost > s.limit then return false end
+    s.id, s.count = floor(NOW / s.window), n + cost
+    return true
+  end
+
+  function FIXED.force(s, cost)
+    s.id, s.count = floor(NOW / s.window), counted(s) + cost
+  end
+
+  -- Permits of an earlier window stopped counting when it ended.
+  function FIXED.refund(s, cost, receipt)
+    local n = counted(s)
+    if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
+    if n > cost then s.count = n - cost else s.count = 0 end
+  end
+
+  function FIXED.receipt(s)
+    return s.id
+  end
+
+  function FIXED.fresh(s)
+    return counted(s) == 0
+  end
+
+  function FIXED.freshUntil(s)
+    return (s.id + 1) * s.window / 1000
+  end
+
+  function FIXED.report(s, cost, allowed)
+    local n = counted(s)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = left(s) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then
+        retry = -1
+      elseif n + cost > s.limit then
+        retry = left(s)
+      end
+    end
+    return available, reset, retry
+  end
+end
+local s = {key = key, alg = FIXED, limit = limit, window = window, windowMs = ARGV[5] + 0,
+  grace = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
+s.blocked = blockedFor(s)
+local reply = {}
+if s.blocked > 0 then
+  answer(reply, s, false, cost, false, -1)
+  return reply
+end
+local allowed = s.alg.take(s, cost)
+if allowed then saveRecord(s) end
+answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
+return reply
 `,
 }
 
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '95b749808a90d352f3cd00c35fc8f38e0731d628',
-  source: `-- One take from one token-bucket or leaky-bucket policy (GCRA, no warm-up).
+  sha: '38edcaa950a3e1e6b87ddd3d53449c843b4dbec4',
+  source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
+-- case, in the fewest Redis calls (GET, and SET when admitted).
 --
--- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (units), capacity, unit (us), and '1' when the reply must
---          carry the time
---
--- State: three little-endian doubles, debt, written, expiry. Debt is how far the
--- theoretical arrival time runs ahead of \`written\`, in ticks of 1/limit unit (a unit is
--- 1 us, or coarser when capacity x window would pass 2^53 us): one interval is \`window\`
--- ticks and the burst budget is capacity x window, so every quantity is an exact integer
--- and 3 per second admits exactly 3 from a full bucket. The key expires at \`expiry\`, set
--- a grace of eight intervals (1 s to 1 min) past the moment the debt is paid: a busy key
--- overwrites its first 16 bytes and moves its expiry only when the debt outgrows it.
---
--- Reply: the new debt (an integer) for an admitted take, unless the time is wanted;
--- otherwise {admitted, remaining, reset us, retry us (-1: never), receipt, now us}.
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2]
-local n = ARGV[1] + 0
-local limit = ARGV[2] + 0
-local window = ARGV[3] + 0
-local capacity = ARGV[4] + 0
-local unit = ARGV[5] + 0
-local tau = capacity * window
--- Whole units, so that the drained units telescope from write to write.
-local at = math.floor(now / unit)
-local debt, expiry = 0, 0
-local v = redis.call('GET', KEYS[1])
-if v then
-  local written
-  debt, written, expiry = struct.unpack('<ddd', v)
-  -- A Redis clock that stepped back drains nothing instead of refilling.
-  if at > written then
-    debt = debt - limit * (at - written)
-    if debt < 0 then debt = 0 end
+-- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
+-- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
+--          blocked (0, or ms left)
+-- The time of the call, read once. NOW is whole microseconds (what the kernels decide
+-- on), NOW_MS milliseconds (what penalties and leases count in, as the memory store does).
+-- ARGV[1] is '' in production: Redis's own clock (TIME), so application servers whose
+-- clocks disagree still agree. A test's clock sends "<ms> <us>" instead (the store's
+-- \`clock\` option); Redis's expiry does not follow that time, so under it keys are written
+-- without one (TESTING): every state says itself when it is stale, expiry only collects it.
+local NOW, NOW_MS, TESTING
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  NOW = time[1] * 1000000 + time[2]
+  NOW_MS = NOW / 1000
+  TESTING = false
+else
+  local ms, us = string.match(ARGV[1], '^(%S+) (%S+)$')
+  NOW_MS, NOW, TESTING = ms + 0, us + 0, true
+end
+local INF = math.huge
+local MAX_SAFE = 9007199254740991
+local floor, ceil = math.floor, math.ceil
+local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
+local v = redis.call('GET', key)
+
+-- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
+-- is most of a script's cost). Anything else, below, through the port.
+do
+  local expiry, at, frac = 0, -INF, 0
+  if v then
+    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
+  end
+  local l, w = limit / gcd, window / gcd
+  local product = cost * w
+  if at ~= nil and cost <= capacity and product <= MAX_SAFE then
+    -- max(tat, now) + cost x T, as whole us and ticks.
+    local q = floor(product / l)
+    local r = (product - q * l) * gcd
+    local a, f = at, frac
+    if a < NOW then
+      a = NOW
+      f = 0
+    end
+    a = a + q
+    f = f + r
+    if f >= limit then
+      f = f - limit
+      a = a + 1
+    end
+    local ahead = a - NOW
+    local allowed = ahead < tauUs or (ahead == tauUs and f <= tauTicks)
+    -- A refused key is in debt (one that is not admits any cost up to its capacity); a
+    -- debt of centuries, past 2^53 us, is the port's.
+    if (allowed or at >= NOW) and a < MAX_SAFE then
+      -- A refusal's wait: tat + cost x T - tau - now, rounded up to whole us.
+      local retry = 0
+      if not allowed then
+        local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+        if ticks < 0 then
+          ticks = ticks + limit
+          us = us - 1
+        elseif ticks >= limit then
+          ticks = ticks - limit
+          us = us + 1
+        end
+        if us >= 0 then
+          retry = us
+          if ticks > 0 then retry = us + 1 end
+        end
+        a, f = at, frac
+      end
+      -- The slack left, tau - (tat - now) = available x T + rem ticks (negative in debt
+      -- beyond tau: the port).
+      local us, ticks = tauUs - (a - NOW), tauTicks - f
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      local whole = floor(ticks / gcd)
+      local slack = us * l
+      if us >= 0 and slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+        local available = floor((slack + whole) / w)
+        local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+        local reset = 0
+        if available < capacity then reset = ceil((window - rem) / limit) end
+        if not allowed then return {0, available, reset, retry, -1, 0} end
+        local receipt = a
+        if f > 0 then receipt = a + 1 end
+        local needed = ceil(receipt / 1000)
+        if v and needed <= expiry then
+          -- Its expiry still covers it: only tat changes.
+          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+        elseif TESTING then
+          redis.call('SET', key, spack('<ddd', INF, a, f))
+        else
+          expiry = needed + ARGV[8]
+          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+        end
+        return {1, available, reset, 0, receipt, 0}
+      end
+    end
   end
 end
-local cost = n * window
-if debt + cost > tau then
-  local retry = -1
-  if n <= capacity then retry = math.ceil((debt + cost - tau) / limit) * unit end
-  local reset = (at + math.ceil(debt / limit)) * unit - now
-  if reset < 0 then reset = 0 end
-  return {0, math.floor((tau - debt) / window), reset, retry, 0, now}
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {g = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
+      else
+        r = r + r
+      end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
+    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + cr
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
+  end
+  return q + cq, r
 end
-debt = debt + cost
-local paid = at + math.ceil(debt / limit)
-if paid <= expiry then
-  redis.call('SETRANGE', KEYS[1], '0', struct.pack('<dd', debt, at))
-else
-  local grace = 8 * window * unit / limit
-  if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end
-  expiry = paid + math.ceil(grace / unit)
-  redis.call('SET', KEYS[1], struct.pack('<ddd', debt, at, expiry), 'PXAT',
-    math.ceil(expiry * unit / 1000))
+
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
+  return mulAddDivMod(a, b, 0, d)
 end
-if not ARGV[6] then return debt end
-return {1, math.floor((tau - debt) / window), paid * unit - now, 0,
-  math.floor(at * unit + debt * unit / limit), now}
+
+-- ceil(a*b / d) exactly.
+local function mulDivCeil(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
+  if r > 0 then return q + 1 end
+  return q
+end
+-- A time-based policy's value for one client key, one Redis string of little-endian
+-- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
+-- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- refusals counted since \`since\` and the end of its block, in ms as the memory store
+-- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
+--
+-- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
+-- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+-- Reads \`v\` (false: no key, a fresh state) into s.
+local function readRecord(s, v)
+  s.known = v and true or false
+  s.expiry = 0
+  if v then s.expiry = sunpack('<d', v) end
+  local at = s.alg.read(s, v, 9)
+  s.strikes = nil
+  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+end
+
+-- Milliseconds the key stays blocked (0: not blocked).
+local function blockedFor(s)
+  if s.strikes == nil then return 0 end
+  local left = s.blockedUntil - NOW_MS
+  if left > 0 then return left end
+  return 0
+end
+
+-- Counts a refusal (the memory store's countStrike): the \`after\`th within one window of
+-- the first starts a block and the count starts again. Returns the block's length, or 0.
+local function strike(s)
+  local count, since, untilMs = s.strikes, s.since, s.blockedUntil
+  if count == nil or NOW_MS - since >= s.windowMs then count, since, untilMs = 0, NOW_MS, 0 end
+  count = count + 1
+  if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
+  s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  if untilMs > NOW_MS then return s.blockFor end
+  return 0
+end
+
+-- Blocks the key for ms from now (0 lifts a block). Strikes count afresh once it ends:
+-- its window is taken to have started one window before the block's end.
+local function block(s, ms)
+  if ms == 0 then
+    s.strikes = nil
+  else
+    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+  end
+end
+
+-- Writes s back: deleted once worth nothing (a fresh state, strikes that no longer count),
+-- else expiring once it is (plus the policy's grace, so that a busy key moves its expiry
+-- only once in a while, not on every take).
+local function saveRecord(s)
+  local tail, keep = '', 0
+  -- Strikes stop counting once not blocked and their window has passed: dropped, they
+  -- decide as kept ones would (countStrike would start them over).
+  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
+    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
+    keep = s.since + s.windowMs
+    if s.blockedUntil > keep then keep = s.blockedUntil end
+  end
+  if tail == '' and s.alg.fresh(s) then
+    if s.known then redis.call('DEL', s.key) end
+    return
+  end
+  local untilMs = s.alg.freshUntil(s)
+  if keep > untilMs then untilMs = keep end
+  local needed = ceil(untilMs)
+  if s.known and needed <= s.expiry then
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+  elseif TESTING then
+    s.expiry = INF
+    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+  else
+    s.expiry = needed + s.grace
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+      string.format('%d', s.expiry))
+  end
+  s.known = true
+end
+
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
+-- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
+-- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
+-- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
+-- memory store builds one.
+local function answer(reply, s, admits, cost, allowed, receipt)
+  local available, reset, retry = s.alg.report(s, cost, allowed)
+  local blocked = s.blocked
+  if blocked > 0 then
+    reset = s.alg.wait(s, 1)
+    receipt = -1
+  end
+  local n = #reply
+  reply[n + 1] = admits and 1 or 0
+  reply[n + 2] = available
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
+  reply[n + 6] = blocked > 0 and exactText(blocked) or 0
+end
+-- GCRA, the kernel of the token bucket, the leaky bucket and the warm-up bucket: a port
+-- of @sluice/core's gcra/kernel.ts and warm-up/kernel.ts, operation for operation.
+--
+-- Time is counted in ticks of 1/limit us, so the emission interval T is exactly \`window\`
+-- ticks (the window in us) and tau = capacity x window: integers for every spec, which
+-- is what lets 3 per second admit exactly 3 from full. The theoretical arrival time \`tat\`
+-- is kept in two parts, whole us (\`at\`, -inf: fresh) and the ticks of a started us
+-- (\`frac\`, below limit), because a tick count can pass 2^53. n permits are admitted iff
+-- max(tat, now) + n x T - now <= tau, and then tat becomes that sum.
+--
+-- Warm-up: the interval is 3T - floor(2T x age / warmUp) ticks while the key is younger
+-- than warmUp (its age counts from the key's first sight, \`created\`, -inf: not seen yet),
+-- and tau is at least one current interval.
+--
+-- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
+-- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
+-- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
+-- created. In the value: at, frac, then created for warm-up.
+--
+-- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
+-- warm-up): making functions is much of what a script costs per call.
+local GCRA = {}
+if NEEDS.g then
+  -- Warm-up's own, made for NEEDS.w.
+  local interval, tolerance, warmFits, estimate
+  if NEEDS.w then
+    -- The interval at age \`age\` (us), in ticks.
+    interval = function(s, age)
+      if age >= s.warmUp then return s.window end
+      if age < 0 then age = 0 end
+      return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
+    end
+    -- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
+    tolerance = function(s, iv)
+      if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
+      return s.tauUs, s.tauTicks
+    end
+    -- Whether cost permits fit at t (us) on the state (at, frac) while warming.
+    warmFits = function(s, at, frac, t, cost)
+      if at < t then
+        at = t
+        frac = 0
+      end
+      local iv = interval(s, t - s.created)
+      local q, r = mulDivMod(cost, iv, s.limit)
+      at = at + q
+      frac = frac + r
+      if frac >= s.limit then
+        frac = frac - s.limit
+        at = at + 1
+      end
+      local tu, tt = tolerance(s, iv)
+      local ahead = at - t
+      return ahead < tu or (ahead == tu and frac <= tt)
+    end
+    -- The us until cost fits, in floating point with the interval taken as exactly linear in
+    -- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
+    -- with kinks where the debt is paid, where the interval falls to capacity x T and where
+    -- warm-up ends. Walk the pieces and solve the first that reaches zero.
+    estimate = function(s, at, frac, age, cost)
+      local ticks, window, warmUp = s.limit, s.window, s.warmUp
+      local tau = s.capacity * window
+      local debt = 0
+      if not (at < NOW) then debt = (at - NOW) * ticks + frac end
+      local function excess(dt)
+        local a = age + dt
+        local iv = window
+        if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
+        local owed = debt - dt * ticks
+        if owed < 0 then owed = 0 end
+        local most = tau
+        if iv > most then most = iv end
+        return owed + cost * iv - most
+      end
+      local kinks = {debt / ticks, warmUp - age}
+      if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
+      table.sort(kinks)
+      local from, before = 0, excess(0)
+      for _, to in ipairs(kinks) do
+        if to > from then
+          local after = excess(to)
+          if after <= 0 then return from + (before * (to - from)) / (before - after) end
+          from, before = to, after
+        end
+      end
+      return from
+    end
+  end
+
+  function GCRA.read(s, v, at)
+    s.at, s.frac, s.created = -INF, 0, -INF
+    s.l, s.w = s.limit / s.gcd, s.window / s.gcd
+    if s.warmUp > 0 then
+      local tau = s.capacity * s.window
+      s.tauInTicks = tau <= MAX_SAFE and tau or INF
+    end
+    if not v then return at end
+    s.at, s.frac = sunpack('<dd', v, at)
+    if s.warmUp == 0 then return at + 16 end
+    s.created = sunpack('<d', v, at + 16)
+    return at + 24
+  end
+
+  function GCRA.encode(s)
+    if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
+    return spack('<ddd', s.at, s.frac, s.created)
+  end
+
+  -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
+  local function divide(s, cost)
+    local product = cost * s.w
+    if product <= MAX_SAFE then
+      local q = floor(product / s.l)
+      return q, (product - q * s.l) * s.gcd
+    end
+    local q, r = mulAddDivMod(cost, s.w, 0, s.l)
+    return q, r * s.gcd
+  end
+
+  -- The cost of \`cost\` permits now, as whole us and ticks.
+  local function costOf(s, cost)
+    if s.warmUp == 0 then return divide(s, cost) end
+    return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
+  end
+
+  -- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
+  -- with T and tau constant from now on.
+  local function steadyWait(s, at, frac, cost)
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = divide(s, cost)
+    local us = at + q - NOW - s.tauUs
+    local ticks = frac + r - s.tauTicks
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    elseif ticks >= s.limit then
+      ticks = ticks - s.limit
+      us = us + 1
+    end
+    if us < 0 then return 0 end
+    if ticks > 0 then return us + 1 end
+    return us
+  end
+
+  -- floor((tau - debt) / T), 0 in debt; and the slack's remainder in ticks (-1 in debt
+  -- beyond tau, nil when full).
+  local function steadyAvailable(s)
+    local at = s.at
+    if at < NOW then return s.capacity end
+    local us = s.tauUs - (at - NOW)
+    local ticks = s.tauTicks - s.frac
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    end
+    if us < 0 then return 0, -1 end
+    -- floor((us x limit + ticks) / window), reduced by the gcd: with ticks = q x gcd + r
+    -- (r < gcd), the r ticks never reach a whole permit on their own.
+    local g = s.gcd
+    local whole = floor(ticks / g)
+    local q, r = mulAddDivMod(us, s.l, whole, s.w)
+    return q, r * g + (ticks - whole * g)
+  end
+
+  local function warming(s)
+    return s.warmUp > 0 and NOW - s.created < s.warmUp
+  end
+
+  -- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
+  -- ever turns from no to yes as time passes, so the answer is found from the estimate,
+  -- then checked and corrected exactly (doubling up to 64 times, then bisecting).
+  local function waitUs(s, cost)
+    if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
+    local at, frac, t = s.at, s.frac, NOW
+    if warmFits(s, at, frac, t, cost) then return 0 end
+    local guess = ceil(estimate(s, at, frac, t - s.created, cost))
+    if guess < 1 then guess = 1 end
+    local lo, hi
+    if warmFits(s, at, frac, t + guess, cost) then
+      if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
+      lo, hi = 0, guess - 1
+    else
+      local step = 1
+      for _ = 1, 64 do
+        if warmFits(s, at, frac, t + guess + step, cost) then break end
+        step = step * 2
+      end
+      lo, hi = guess + floor(step / 2), guess + step
+    end
+    -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
+    -- further apart than 1: stop when no number lies between them.
+    while hi - lo > 1 do
+      local mid = lo + floor((hi - lo) / 2)
+      if mid == lo or mid == hi then break end
+      if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
+    end
+    return hi
+  end
+
+  function GCRA.available(s)
+    if not warming(s) then return (steadyAvailable(s)) end
+    local iv = interval(s, NOW - s.created)
+    if iv == s.window then return (steadyAvailable(s)) end
+    local us, ticks = tolerance(s, iv)
+    if s.at >= NOW then
+      us = us - (s.at - NOW)
+      ticks = ticks - s.frac
+      if ticks < 0 then
+        ticks = ticks + s.limit
+        us = us - 1
+      end
+      if us < 0 then return 0 end
+    end
+    local free = (mulAddDivMod(us, s.limit, ticks, iv))
+    if free > s.capacity then return s.capacity end
+    return free
+  end
+
+  -- Whole us until cost would pass (-1: never).
+  function GCRA.wait(s, cost)
+    if cost > s.capacity then return -1 end
+    return waitUs(s, cost)
+  end
+
+  function GCRA.fits(s, cost)
+    return cost <= s.capacity and waitUs(s, cost) == 0
+  end
+
+  -- max(tat, now) + the cost of cost permits now: tat after taking them, as whole us and
+  -- ticks.
+  local function after(s, cost)
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
+    return at, frac
+  end
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    s.at, s.frac = after(s, cost)
+  end
+
+  function GCRA.take(s, cost)
+    if cost > s.capacity then return false end
+    if warming(s) then
+      if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
+      GCRA.force(s, cost)
+      return true
+    end
+    local at, frac = after(s, cost)
+    local ahead = at - NOW
+    if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+      s.at, s.frac = at, frac
+      return true
+    end
+    return false
+  end
+
+  -- Gives back cost permits, never beyond full. The receipt is tat just after the take:
+  -- the bucket drains its debt oldest first, so of the permits taken then, only the part
+  -- of their debt not yet drained (receipt - now) still counts.
+  function GCRA.refund(s, cost, receipt)
+    if s.at < NOW then return end
+    local us, ticks = costOf(s, cost)
+    if receipt ~= nil then
+      local owed = receipt - NOW
+      if owed <= 0 then return end
+      if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+    end
+    local at, frac = s.at - us, s.frac - ticks
+    if frac < 0 then
+      frac = frac + s.limit
+      at = at - 1
+    end
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    s.at, s.frac = at, frac
+  end
+
+  -- tat rounded up to a whole us.
+  function GCRA.receipt(s)
+    if s.frac > 0 then return s.at + 1 end
+    return s.at
+  end
+
+  -- A warm-up key's state is its age: never fresh.
+  function GCRA.fresh(s)
+    return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
+  end
+
+  -- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
+  -- and then for one more warm-up period of idleness (a key made again starts cold).
+  function GCRA.freshUntil(s)
+    local stop = GCRA.receipt(s)
+    if s.warmUp == 0 then return stop / 1000 end
+    if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
+    return (stop + s.warmUp) / 1000
+  end
+
+  -- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
+  -- never), as the kernel's report.
+  function GCRA.report(s, cost, allowed)
+    local available, rem
+    if s.warmUp == 0 then
+      available, rem = steadyAvailable(s)
+    else
+      available = GCRA.available(s)
+    end
+    local reset = 0
+    if available < s.capacity then
+      if rem ~= nil and rem >= 0 then
+        -- With the slack tau - debt = available x T + rem ticks, the next permit needs
+        -- T - rem more ticks of drain, rounded up to whole us.
+        reset = ceil((s.window - rem) / s.limit)
+      else
+        -- In debt beyond tau, or warm-up (its interval moves too): the search.
+        reset = waitUs(s, available + 1)
+      end
+    end
+    local retry = 0
+    if not allowed then retry = GCRA.wait(s, cost) end
+    return available, reset, retry
+  end
+end
+local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
+  tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
+  warmUp = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
+s.blocked = blockedFor(s)
+local reply = {}
+if s.blocked > 0 then
+  answer(reply, s, false, cost, false, -1)
+  return reply
+end
+local allowed = s.alg.take(s, cost)
+if allowed then saveRecord(s) end
+answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
+return reply
 `,
 }
 
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '668756b8a1427fc22c9ab7b1453dc72d763fb4e3',
+  sha: 'b3efa4a36a13b35e376baeb187d637ce4d53480e',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
--- warm-up and concurrency policies, penalties, refunds and reads. It keeps the same state
--- as fixed-window.lua, gcra.lua and sliding-window.lua (see them for the layouts), so
--- either may serve a key.
+-- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
+-- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
+-- may serve a key.
 --
--- KEYS     each policy's state, in order; then each penalty's state, in policy order
--- ARGV[1]  'take' | 'refund' | 'get'
--- ARGV[2]  permits
--- ARGV[3]  lease id (a take with a concurrency policy)
--- ARGV[4]  deadline (Redis us, 0: none): a take that reaches Redis after it takes nothing
--- ARGV[5]  number of policies, then ten per policy: kind, six numbers, then the penalty's
---          length (us, 0: none), refusals before it and window (us)
---            f  fixed window    limit, m, window us, cycle
---            s  sliding window  limit, window us, slots
---            g  GCRA            limit, window units, capacity, unit us, grace units,
---                               warm-up us (0: none)
---            c  concurrency     max, lease ttl us
---          then, for a refund, one receipt per policy ('': none)
--- Reply: {taken (1 | 0; -1: past the deadline), now us}, then per policy (not for a refund)
---   admitted, remaining, reset us, retry us (-1: never), receipt (-1: none), blocked (1 | 0)
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2]
-local op = ARGV[1]
-local n = ARGV[2] + 0
-local deadline = ARGV[4] + 0
-if op == 'take' and deadline > 0 and now > deadline then return {-1, now} end
-local count = ARGV[5] + 0
+-- KEYS     each policy's state, in order
+-- ARGV[1]  time ('' : Redis's TIME; a test's clock: "<ms> <us>")
+-- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
+-- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
+-- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
+-- ARGV[5]  number of policies n, then twelve per policy: kind, then
+--            f  fixed window    limit, window us, -, -, -, -, -, -
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
+--            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
+--                               warm-up us (0: none), gcd of limit and window
+--            c  concurrency     max, lease ttl ms
+--          and for the time-based kinds: window ms, penalty ms (0: none), refusals
+--          before it; then n costs; then, for a refund, n receipts ('' : none), for a
+--          block its ms
+-- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force and get
+--          six per policy (lib/record.lua's answer)
+-- The time of the call, read once. NOW is whole microseconds (what the kernels decide
+-- on), NOW_MS milliseconds (what penalties and leases count in, as the memory store does).
+-- ARGV[1] is '' in production: Redis's own clock (TIME), so application servers whose
+-- clocks disagree still agree. A test's clock sends "<ms> <us>" instead (the store's
+-- \`clock\` option); Redis's expiry does not follow that time, so under it keys are written
+-- without one (TESTING): every state says itself when it is stale, expiry only collects it.
+local NOW, NOW_MS, TESTING
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  NOW = time[1] * 1000000 + time[2]
+  NOW_MS = NOW / 1000
+  TESTING = false
+else
+  local ms, us = string.match(ARGV[1], '^(%S+) (%S+)$')
+  NOW_MS, NOW, TESTING = ms + 0, us + 0, true
+end
+local INF = math.huge
+local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
-local pack, unpack = struct.pack, struct.unpack
+local spack, sunpack = struct.pack, struct.unpack
+-- The algorithms the call's policies need: only their functions are made (lib/gcra.lua).
+local NEEDS = {}
+for i = 1, ARGV[5] do
+  local a = 5 + 12 * (i - 1)
+  NEEDS[ARGV[a + 1]] = true
+  if ARGV[a + 1] == 'g' and ARGV[a + 8] ~= '0' then NEEDS.w = true end
+end
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
 
--- Sliding window: permits of generation g (as the state stands), and microseconds until
--- g has wholly left the window.
-local function countOf(s, g)
-  if g > s.head or g < s.head - s.slots then return 0 end
-  local upto = s.total
-  if g < s.head then upto = s.bases[(g + 1) % s.ring] end
-  return upto - s.bases[g % s.ring]
-end
-local function leaves(s, g)
-  local next = g + s.ring
-  local whole = floor(next / s.slots)
-  return whole * s.window + ceil((next - whole * s.slots) * s.window / s.slots) - now
-end
-local function writeSliding(s, keepTtl)
-  local parts = {pack('<dd', s.head, s.total)}
-  for j = 0, s.slots do parts[j + 2] = pack('<d', s.bases[j]) end
-  if keepTtl then
-    redis.call('SET', s.key, table.concat(parts), 'KEEPTTL')
-  else
-    redis.call('SET', s.key, table.concat(parts), 'PXAT', ceil((now + leaves(s, s.head)) / 1000))
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
   end
-end
-
-local function load(s, p1, p2, p3, p4, p5, p6)
-  s.limit = p1
-  s.capacity = p1
-  if s.kind == 'f' then
-    s.m, s.window = p2, p3
-    s.id = floor(now / p3)
-    s.base = (s.id % p4 + 1) * p2
-    s.left = (s.id + 1) * p3 - now
-    s.used = 0
-    local v = tonumber(redis.call('GET', s.key))
-    -- A value of another window is a key that outlived it: no count.
-    if v and v - s.base >= 0 and v - s.base <= p1 then s.used, s.live = v - s.base, true end
-  elseif s.kind == 's' then
-    s.window, s.slots, s.ring = p2, p3, p3 + 1
-    local q = floor(now / p2)
-    local c = q * p3 + floor((now - q * p2) * p3 / p2)
-    s.head, s.total, s.bases = -1, 0, {}
-    local v = redis.call('GET', s.key)
-    if v then
-      s.head, s.total = unpack('<dd', v)
-      for j = 0, p3 do s.bases[j] = unpack('<d', v, 17 + 8 * j) end
-    end
-    if c < s.head then c = s.head end
-    s.c, s.first = c, c - p3
-    s.used = 0
-    if s.first <= s.head then s.used = s.total - s.bases[s.first % s.ring] end
-  elseif s.kind == 'g' then
-    s.window, s.capacity, s.unit, s.grace, s.warmUp = p2, p3, p4, p5, p6
-    s.at = floor(now / p4)
-    s.debt, s.expiry, s.created = 0, 0, now
-    local v = redis.call('GET', s.key)
-    if v then
-      local written
-      if p6 > 0 then
-        s.debt, written, s.expiry, s.created = unpack('<dddd', v)
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
       else
-        s.debt, written, s.expiry = unpack('<ddd', v)
+        r = r + r
       end
-      s.live = true
-      if s.at > written then
-        s.debt = s.debt - p1 * (s.at - written)
-        if s.debt < 0 then s.debt = 0 end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
       end
+      bit = bit / 2
     end
-    s.age = now - s.created
-    if s.age < 0 then s.age = 0 end
-    -- Warm-up: the interval shrinks linearly from 3T to T over warmUp, by the key's age;
-    -- the burst budget is at least one interval, so capacity 1 still admits one when cold.
-    s.interval = p2
-    if p6 > 0 and s.age < p6 then s.interval = 3 * p2 - floor(2 * p2 * s.age / p6) end
-    s.tau = p3 * p2
-    if s.tau < s.interval then s.tau = s.interval end
-  else
-    -- Concurrency: a sorted set of leases "<permits>:<id>" scored by their expiry.
-    s.ttl = p2
-    s.held, s.last = 0, now
-    local v = redis.call('ZRANGEBYSCORE', s.key, string.format('(%d', now), '+inf', 'WITHSCORES')
-    for j = 1, #v, 2 do
-      s.held = s.held + tonumber(string.match(v[j], '^(%d+):'))
-      local e = tonumber(v[j + 1])
-      if e > s.last then s.last = e end
-    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
   end
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + cr
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
+  end
+  return q + cq, r
 end
 
-local function fits(s, k)
-  if s.kind == 'g' then return s.debt + k * s.interval <= s.tau end
-  if s.kind == 'c' then return s.held + k <= s.limit end
-  return s.used + k <= s.limit
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
+  return mulAddDivMod(a, b, 0, d)
 end
 
-local function available(s)
-  local free
-  if s.kind == 'g' then
-    free = floor((s.tau - s.debt) / s.interval)
-  elseif s.kind == 'c' then
-    free = s.limit - s.held
-  else
-    free = s.limit - s.used
-  end
-  if free < 0 then return 0 end
-  return free
+-- ceil(a*b / d) exactly.
+local function mulDivCeil(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
+  if r > 0 then return q + 1 end
+  return q
+end
+-- A time-based policy's value for one client key, one Redis string of little-endian
+-- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
+-- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- refusals counted since \`since\` and the end of its block, in ms as the memory store
+-- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
+--
+-- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
+-- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
 end
 
-local function resetOf(s)
-  if s.kind == 'f' then
-    if s.used > 0 then return s.left end
-  elseif s.kind == 's' then
-    local top = s.c
-    if s.head < top then top = s.head end
-    for g = top, s.first, -1 do
-      if countOf(s, g) > 0 then return leaves(s, g) end
-    end
-  elseif s.kind == 'g' then
-    local reset = (s.at + ceil(s.debt / s.limit)) * s.unit - now
-    if reset > 0 then return reset end
-  end
+-- Reads \`v\` (false: no key, a fresh state) into s.
+local function readRecord(s, v)
+  s.known = v and true or false
+  s.expiry = 0
+  if v then s.expiry = sunpack('<d', v) end
+  local at = s.alg.read(s, v, 9)
+  s.strikes = nil
+  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+end
+
+-- Milliseconds the key stays blocked (0: not blocked).
+local function blockedFor(s)
+  if s.strikes == nil then return 0 end
+  local left = s.blockedUntil - NOW_MS
+  if left > 0 then return left end
   return 0
 end
 
--- Warm-up: how far k permits overshoot the budget dt us from now, with the interval
--- taken as exactly linear in age.
-local function warmExcess(s, k, dt)
-  local debt = s.debt - s.limit * dt / s.unit
-  if debt < 0 then debt = 0 end
-  local age = s.age + dt
-  local interval = s.window
-  if age < s.warmUp then interval = 3 * s.window - 2 * s.window * age / s.warmUp end
-  local tau = s.capacity * s.window
-  if tau < interval then tau = interval end
-  return debt + k * interval - tau
+-- Counts a refusal (the memory store's countStrike): the \`after\`th within one window of
+-- the first starts a block and the count starts again. Returns the block's length, or 0.
+local function strike(s)
+  local count, since, untilMs = s.strikes, s.since, s.blockedUntil
+  if count == nil or NOW_MS - since >= s.windowMs then count, since, untilMs = 0, NOW_MS, 0 end
+  count = count + 1
+  if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
+  s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  if untilMs > NOW_MS then return s.blockFor end
+  return 0
 end
 
-local function retryOf(s, k)
-  if k > s.capacity then return -1 end
-  if s.kind == 'f' then return s.left end
-  if s.kind == 'c' then return 0 end
-  if s.kind == 's' then
-    local excess = s.used + k - s.limit
-    local top = s.c
-    if s.head < top then top = s.head end
-    for g = s.first, top do
-      excess = excess - countOf(s, g)
-      if excess <= 0 then return leaves(s, g) end
-    end
-    return leaves(s, s.c)
+-- Blocks the key for ms from now (0 lifts a block). Strikes count afresh once it ends:
+-- its window is taken to have started one window before the block's end.
+local function block(s, ms)
+  if ms == 0 then
+    s.strikes = nil
+  else
+    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
   end
-  if s.warmUp == 0 then
-    local wait = ceil((s.debt + k * s.interval - s.tau) / s.limit) * s.unit
-    if wait < 0 then return 0 end
-    return wait
-  end
-  -- The excess falls piecewise linearly, with kinks where the debt is gone, where the
-  -- interval reaches capacity x T and where warm-up ends (as in core): walk the pieces and
-  -- solve the first that reaches zero. The margin covers the whole units the decision
-  -- itself rounds to.
-  local margin = (1 + ceil(k / s.limit)) * s.unit
-  local kinks = {s.debt / s.limit * s.unit, s.warmUp - s.age}
-  if s.capacity < 3 then kinks[3] = s.warmUp * (3 - s.capacity) / 2 - s.age end
-  table.sort(kinks)
-  local from, excess = 0, warmExcess(s, k, 0)
-  for _, to in ipairs(kinks) do
-    if to > from then
-      local after = warmExcess(s, k, to)
-      if after <= 0 then return ceil(from + excess * (to - from) / (excess - after)) + margin end
-      from, excess = to, after
-    end
-  end
-  return ceil(from) + margin
 end
 
-local function writeGcra(s, refund)
-  if s.warmUp > 0 then
-    -- A warm-up key's state is also its age, and a recreated key starts cold. It is kept
-    -- until warm-up is over, and then for one more warm-up period of idleness: a client
-    -- (and the downstream it calls) idle that long starts cold again.
-    local stop = (s.at + ceil(s.debt / s.limit)) * s.unit
-    if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
-    stop = stop + s.warmUp
-    local value = pack('<dddd', s.debt, s.at, stop, s.created)
-    if refund then
-      redis.call('SET', s.key, value, 'KEEPTTL')
-    else
-      redis.call('SET', s.key, value, 'PXAT', ceil(stop / 1000))
-    end
+-- Writes s back: deleted once worth nothing (a fresh state, strikes that no longer count),
+-- else expiring once it is (plus the policy's grace, so that a busy key moves its expiry
+-- only once in a while, not on every take).
+local function saveRecord(s)
+  local tail, keep = '', 0
+  -- Strikes stop counting once not blocked and their window has passed: dropped, they
+  -- decide as kept ones would (countStrike would start them over).
+  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
+    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
+    keep = s.since + s.windowMs
+    if s.blockedUntil > keep then keep = s.blockedUntil end
+  end
+  if tail == '' and s.alg.fresh(s) then
+    if s.known then redis.call('DEL', s.key) end
     return
   end
-  local paid = s.at + ceil(s.debt / s.limit)
-  if refund and s.debt == 0 then
-    redis.call('DEL', s.key)
-  elseif paid <= s.expiry then
-    redis.call('SETRANGE', s.key, 0, pack('<dd', s.debt, s.at))
+  local untilMs = s.alg.freshUntil(s)
+  if keep > untilMs then untilMs = keep end
+  local needed = ceil(untilMs)
+  if s.known and needed <= s.expiry then
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+  elseif TESTING then
+    s.expiry = INF
+    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
   else
-    s.expiry = paid + s.grace
-    redis.call('SET', s.key, pack('<ddd', s.debt, s.at, s.expiry), 'PXAT',
-      ceil(s.expiry * s.unit / 1000))
+    s.expiry = needed + s.grace
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+      string.format('%d', s.expiry))
   end
+  s.known = true
 end
 
-local function take(s, k)
-  if s.kind == 'f' then
-    if s.live then
-      redis.call('INCRBY', s.key, k)
-    else
-      redis.call('SET', s.key, s.base + k, 'PXAT', ceil((now + s.left) / 1000) - 1)
-    end
-    s.used = s.used + k
-    s.receipt = s.id
-  elseif s.kind == 's' then
-    local rewrite = s.c > s.head
-    if rewrite then
-      -- A new head generation: the ones in between had no permits, so their base (and
-      -- this one's) is the total so far. Anything older than the ring starts over.
-      local from = s.head + 1
-      if s.head < 0 or s.c - s.head >= s.ring then from = s.c - s.slots end
-      for g = from, s.c do s.bases[g % s.ring] = s.total end
-      s.head = s.c
-    end
-    s.total = s.total + k
-    s.used = s.used + k
-    if rewrite then
-      writeSliding(s, false)
-    else
-      redis.call('SETRANGE', s.key, 8, pack('<d', s.total))
-    end
-    s.receipt = s.c
-  elseif s.kind == 'g' then
-    s.debt = s.debt + k * s.interval
-    writeGcra(s, false)
-    s.receipt = floor(s.at * s.unit + s.debt * s.unit / s.limit)
-  else
-    -- A take replayed by the client after its reply was lost finds its own lease: NX
-    -- keeps it one lease.
-    redis.call('ZREMRANGEBYSCORE', s.key, '-inf', now)
-    local e = now + s.ttl
-    redis.call('ZADD', s.key, 'NX', e, string.format('%d:%s', k, ARGV[3]))
-    s.held = s.held + k
-    if e > s.last then s.last = e end
-    redis.call('PEXPIREAT', s.key, ceil(s.last / 1000))
-  end
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
 end
 
--- Gives back k permits, or, with a receipt, only those of the take it names that still
--- count (as the core limiters' refund(permits, receipt)).
-local function refund(s, k, receipt)
-  if s.kind == 'f' then
-    if s.used == 0 or (receipt and receipt ~= s.id) then return end
-    if k >= s.used then
-      redis.call('DEL', s.key)
-    else
-      redis.call('DECRBY', s.key, k)
+-- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
+-- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
+-- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
+-- memory store builds one.
+local function answer(reply, s, admits, cost, allowed, receipt)
+  local available, reset, retry = s.alg.report(s, cost, allowed)
+  local blocked = s.blocked
+  if blocked > 0 then
+    reset = s.alg.wait(s, 1)
+    receipt = -1
+  end
+  local n = #reply
+  reply[n + 1] = admits and 1 or 0
+  reply[n + 2] = available
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
+  reply[n + 6] = blocked > 0 and exactText(blocked) or 0
+end
+-- GCRA, the kernel of the token bucket, the leaky bucket and the warm-up bucket: a port
+-- of @sluice/core's gcra/kernel.ts and warm-up/kernel.ts, operation for operation.
+--
+-- Time is counted in ticks of 1/limit us, so the emission interval T is exactly \`window\`
+-- ticks (the window in us) and tau = capacity x window: integers for every spec, which
+-- is what lets 3 per second admit exactly 3 from full. The theoretical arrival time \`tat\`
+-- is kept in two parts, whole us (\`at\`, -inf: fresh) and the ticks of a started us
+-- (\`frac\`, below limit), because a tick count can pass 2^53. n permits are admitted iff
+-- max(tat, now) + n x T - now <= tau, and then tat becomes that sum.
+--
+-- Warm-up: the interval is 3T - floor(2T x age / warmUp) ticks while the key is younger
+-- than warmUp (its age counts from the key's first sight, \`created\`, -inf: not seen yet),
+-- and tau is at least one current interval.
+--
+-- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
+-- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
+-- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
+-- created. In the value: at, frac, then created for warm-up.
+--
+-- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
+-- warm-up): making functions is much of what a script costs per call.
+local GCRA = {}
+if NEEDS.g then
+  -- Warm-up's own, made for NEEDS.w.
+  local interval, tolerance, warmFits, estimate
+  if NEEDS.w then
+    -- The interval at age \`age\` (us), in ticks.
+    interval = function(s, age)
+      if age >= s.warmUp then return s.window end
+      if age < 0 then age = 0 end
+      return 3 * s.window - (mulDivMod(2 * s.window, age, s.warmUp))
     end
-  elseif s.kind == 's' then
-    local top = s.c
-    if s.head < top then top = s.head end
-    local backs, left = {}, k
-    if receipt then
-      if receipt >= s.first and receipt <= top then
-        local cnt = countOf(s, receipt)
-        if cnt > left then cnt = left end
-        backs[receipt] = cnt
+    -- tau at \`iv\` (ticks), as whole us and ticks: capacity x T, or one interval when more.
+    tolerance = function(s, iv)
+      if iv > s.tauInTicks then return mulDivMod(1, iv, s.limit) end
+      return s.tauUs, s.tauTicks
+    end
+    -- Whether cost permits fit at t (us) on the state (at, frac) while warming.
+    warmFits = function(s, at, frac, t, cost)
+      if at < t then
+        at = t
+        frac = 0
       end
+      local iv = interval(s, t - s.created)
+      local q, r = mulDivMod(cost, iv, s.limit)
+      at = at + q
+      frac = frac + r
+      if frac >= s.limit then
+        frac = frac - s.limit
+        at = at + 1
+      end
+      local tu, tt = tolerance(s, iv)
+      local ahead = at - t
+      return ahead < tu or (ahead == tu and frac <= tt)
+    end
+    -- The us until cost fits, in floating point with the interval taken as exactly linear in
+    -- age (warm-up/kernel.ts's estimate): the excess is piecewise linear and non-increasing,
+    -- with kinks where the debt is paid, where the interval falls to capacity x T and where
+    -- warm-up ends. Walk the pieces and solve the first that reaches zero.
+    estimate = function(s, at, frac, age, cost)
+      local ticks, window, warmUp = s.limit, s.window, s.warmUp
+      local tau = s.capacity * window
+      local debt = 0
+      if not (at < NOW) then debt = (at - NOW) * ticks + frac end
+      local function excess(dt)
+        local a = age + dt
+        local iv = window
+        if not (a >= warmUp) then iv = window * (3 - (2 * a) / warmUp) end
+        local owed = debt - dt * ticks
+        if owed < 0 then owed = 0 end
+        local most = tau
+        if iv > most then most = iv end
+        return owed + cost * iv - most
+      end
+      local kinks = {debt / ticks, warmUp - age}
+      if s.capacity < 3 then kinks[3] = (warmUp * (3 - s.capacity)) / 2 - age end
+      table.sort(kinks)
+      local from, before = 0, excess(0)
+      for _, to in ipairs(kinks) do
+        if to > from then
+          local after = excess(to)
+          if after <= 0 then return from + (before * (to - from)) / (before - after) end
+          from, before = to, after
+        end
+      end
+      return from
+    end
+  end
+
+  function GCRA.read(s, v, at)
+    s.at, s.frac, s.created = -INF, 0, -INF
+    s.l, s.w = s.limit / s.gcd, s.window / s.gcd
+    if s.warmUp > 0 then
+      local tau = s.capacity * s.window
+      s.tauInTicks = tau <= MAX_SAFE and tau or INF
+    end
+    if not v then return at end
+    s.at, s.frac = sunpack('<dd', v, at)
+    if s.warmUp == 0 then return at + 16 end
+    s.created = sunpack('<d', v, at + 16)
+    return at + 24
+  end
+
+  function GCRA.encode(s)
+    if s.warmUp == 0 then return spack('<dd', s.at, s.frac) end
+    return spack('<ddd', s.at, s.frac, s.created)
+  end
+
+  -- cost x window / limit, reduced by the gcd: whole us, and the ticks left over.
+  local function divide(s, cost)
+    local product = cost * s.w
+    if product <= MAX_SAFE then
+      local q = floor(product / s.l)
+      return q, (product - q * s.l) * s.gcd
+    end
+    local q, r = mulAddDivMod(cost, s.w, 0, s.l)
+    return q, r * s.gcd
+  end
+
+  -- The cost of \`cost\` permits now, as whole us and ticks.
+  local function costOf(s, cost)
+    if s.warmUp == 0 then return divide(s, cost) end
+    return mulDivMod(cost, interval(s, NOW - s.created), s.limit)
+  end
+
+  -- max(tat, now) + cost x T - tau - now, rounded up to whole us (0 when it fits): the wait
+  -- with T and tau constant from now on.
+  local function steadyWait(s, at, frac, cost)
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = divide(s, cost)
+    local us = at + q - NOW - s.tauUs
+    local ticks = frac + r - s.tauTicks
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    elseif ticks >= s.limit then
+      ticks = ticks - s.limit
+      us = us + 1
+    end
+    if us < 0 then return 0 end
+    if ticks > 0 then return us + 1 end
+    return us
+  end
+
+  -- floor((tau - debt) / T), 0 in debt; and the slack's remainder in ticks (-1 in debt
+  -- beyond tau, nil when full).
+  local function steadyAvailable(s)
+    local at = s.at
+    if at < NOW then return s.capacity end
+    local us = s.tauUs - (at - NOW)
+    local ticks = s.tauTicks - s.frac
+    if ticks < 0 then
+      ticks = ticks + s.limit
+      us = us - 1
+    end
+    if us < 0 then return 0, -1 end
+    -- floor((us x limit + ticks) / window), reduced by the gcd: with ticks = q x gcd + r
+    -- (r < gcd), the r ticks never reach a whole permit on their own.
+    local g = s.gcd
+    local whole = floor(ticks / g)
+    local q, r = mulAddDivMod(us, s.l, whole, s.w)
+    return q, r * g + (ticks - whole * g)
+  end
+
+  local function warming(s)
+    return s.warmUp > 0 and NOW - s.created < s.warmUp
+  end
+
+  -- Whole us from now until cost (<= capacity) fits. While warming, whether it fits only
+  -- ever turns from no to yes as time passes, so the answer is found from the estimate,
+  -- then checked and corrected exactly (doubling up to 64 times, then bisecting).
+  local function waitUs(s, cost)
+    if not warming(s) then return steadyWait(s, s.at, s.frac, cost) end
+    local at, frac, t = s.at, s.frac, NOW
+    if warmFits(s, at, frac, t, cost) then return 0 end
+    local guess = ceil(estimate(s, at, frac, t - s.created, cost))
+    if guess < 1 then guess = 1 end
+    local lo, hi
+    if warmFits(s, at, frac, t + guess, cost) then
+      if not warmFits(s, at, frac, t + guess - 1, cost) then return guess end
+      lo, hi = 0, guess - 1
     else
-      -- Newest first: the permits most likely to be the ones being handed back.
-      for g = top, s.first, -1 do
-        local cnt = countOf(s, g)
-        if cnt > left then cnt = left end
-        backs[g] = cnt
-        left = left - cnt
+      local step = 1
+      for _ = 1, 64 do
+        if warmFits(s, at, frac, t + guess + step, cost) then break end
+        step = step * 2
+      end
+      lo, hi = guess + floor(step / 2), guess + step
+    end
+    -- It fits at hi, not at lo. Past 2^53 us (a debt of centuries) neighbouring doubles are
+    -- further apart than 1: stop when no number lies between them.
+    while hi - lo > 1 do
+      local mid = lo + floor((hi - lo) / 2)
+      if mid == lo or mid == hi then break end
+      if warmFits(s, at, frac, t + mid, cost) then hi = mid else lo = mid end
+    end
+    return hi
+  end
+
+  function GCRA.available(s)
+    if not warming(s) then return (steadyAvailable(s)) end
+    local iv = interval(s, NOW - s.created)
+    if iv == s.window then return (steadyAvailable(s)) end
+    local us, ticks = tolerance(s, iv)
+    if s.at >= NOW then
+      us = us - (s.at - NOW)
+      ticks = ticks - s.frac
+      if ticks < 0 then
+        ticks = ticks + s.limit
+        us = us - 1
+      end
+      if us < 0 then return 0 end
+    end
+    local free = (mulAddDivMod(us, s.limit, ticks, iv))
+    if free > s.capacity then return s.capacity end
+    return free
+  end
+
+  -- Whole us until cost would pass (-1: never).
+  function GCRA.wait(s, cost)
+    if cost > s.capacity then return -1 end
+    return waitUs(s, cost)
+  end
+
+  function GCRA.fits(s, cost)
+    return cost <= s.capacity and waitUs(s, cost) == 0
+  end
+
+  -- max(tat, now) + the cost of cost permits now: tat after taking them, as whole us and
+  -- ticks.
+  local function after(s, cost)
+    local at, frac = s.at, s.frac
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    local q, r = costOf(s, cost)
+    at = at + q
+    frac = frac + r
+    if frac >= s.limit then
+      frac = frac - s.limit
+      at = at + 1
+    end
+    return at, frac
+  end
+
+  -- Takes cost permits whether they fit or not (debt): tat moves from max(tat, now).
+  function GCRA.force(s, cost)
+    s.at, s.frac = after(s, cost)
+  end
+
+  function GCRA.take(s, cost)
+    if cost > s.capacity then return false end
+    if warming(s) then
+      if not warmFits(s, s.at, s.frac, NOW, cost) then return false end
+      GCRA.force(s, cost)
+      return true
+    end
+    local at, frac = after(s, cost)
+    local ahead = at - NOW
+    if ahead < s.tauUs or (ahead == s.tauUs and frac <= s.tauTicks) then
+      s.at, s.frac = at, frac
+      return true
+    end
+    return false
+  end
+
+  -- Gives back cost permits, never beyond full. The receipt is tat just after the take:
+  -- the bucket drains its debt oldest first, so of the permits taken then, only the part
+  -- of their debt not yet drained (receipt - now) still counts.
+  function GCRA.refund(s, cost, receipt)
+    if s.at < NOW then return end
+    local us, ticks = costOf(s, cost)
+    if receipt ~= nil then
+      local owed = receipt - NOW
+      if owed <= 0 then return end
+      if us > owed or (us == owed and ticks > 0) then us, ticks = owed, 0 end
+    end
+    local at, frac = s.at - us, s.frac - ticks
+    if frac < 0 then
+      frac = frac + s.limit
+      at = at - 1
+    end
+    if at < NOW then
+      at = NOW
+      frac = 0
+    end
+    s.at, s.frac = at, frac
+  end
+
+  -- tat rounded up to a whole us.
+  function GCRA.receipt(s)
+    if s.frac > 0 then return s.at + 1 end
+    return s.at
+  end
+
+  -- A warm-up key's state is its age: never fresh.
+  function GCRA.fresh(s)
+    return s.warmUp == 0 and (s.at < NOW or (s.at == NOW and s.frac == 0))
+  end
+
+  -- Unix ms once the state is worth nothing. A warm-up key is kept until warm-up is over
+  -- and then for one more warm-up period of idleness (a key made again starts cold).
+  function GCRA.freshUntil(s)
+    local stop = GCRA.receipt(s)
+    if s.warmUp == 0 then return stop / 1000 end
+    if s.created + s.warmUp > stop then stop = s.created + s.warmUp end
+    return (stop + s.warmUp) / 1000
+  end
+
+  -- available, reset us (until one more permit, 0 when full), retry us (0: allowed, -1:
+  -- never), as the kernel's report.
+  function GCRA.report(s, cost, allowed)
+    local available, rem
+    if s.warmUp == 0 then
+      available, rem = steadyAvailable(s)
+    else
+      available = GCRA.available(s)
+    end
+    local reset = 0
+    if available < s.capacity then
+      if rem ~= nil and rem >= 0 then
+        -- With the slack tau - debt = available x T + rem ticks, the next permit needs
+        -- T - rem more ticks of drain, rounded up to whole us.
+        reset = ceil((s.window - rem) / s.limit)
+      else
+        -- In debt beyond tau, or warm-up (its interval moves too): the search.
+        reset = waitUs(s, available + 1)
       end
     end
-    local removed = 0
-    for g = s.first, s.head do
-      local j = g % s.ring
-      s.bases[j] = s.bases[j] - removed
-      removed = removed + (backs[g] or 0)
-    end
-    if removed == 0 then return end
-    s.total = s.total - removed
-    s.used = s.used - removed
-    if s.used == 0 then
-      redis.call('DEL', s.key)
-    else
-      writeSliding(s, true)
-    end
-  elseif s.kind == 'g' then
-    if not s.live then return end
-    local back = k * s.interval
-    if receipt then
-      -- The receipt is the arrival time just after the take: of its permits, only the
-      -- debt not yet paid by now still counts.
-      local owed = floor((receipt - now) * s.limit / s.unit)
-      if owed < back then back = owed end
-    end
-    if back <= 0 then return end
-    s.debt = s.debt - back
-    if s.debt < 0 then s.debt = 0 end
-    writeGcra(s, true)
+    local retry = 0
+    if not allowed then retry = GCRA.wait(s, cost) end
+    return available, reset, retry
   end
 end
+-- A sliding window: a port of @sluice/core's sliding-window/kernel.ts. The window is cut
+-- into \`slots\` slots, and generation g is slot number g since the clock's zero
+-- (floor(t x slots / window), t in us). A permit counts until its generation has wholly
+-- left the window, so at generation c the generations c - slots to c count.
+--
+-- s: limit, window (us), slots, cap (the most a slot counts: slotCap(limit)). State: a
+-- ring of slots + 1 counts for consecutive generations (c[g mod ring]), the newest being
+-- \`head\` (-inf: fresh), and their sum. In the value: head, sum, then the ring.
+local SLIDING = {}
+if NEEDS.s then
 
--- Penalty: the \`after\`th refusal within one window of the first starts a block.
-local function strike(s)
-  local strikes, since, blockedUntil = s.strikes, s.since, s.blockedUntil
-  if strikes == nil or now - since >= s.strikeWindow then strikes, since, blockedUntil = 0, now, 0 end
-  strikes = strikes + 1
-  if strikes >= s.after then strikes, since, blockedUntil = 0, now, now + s.blockFor end
-  -- Kept while it can still matter: until the block ends or the strikes' window closes.
-  local stop = since + s.strikeWindow
-  if blockedUntil > stop then stop = blockedUntil end
-  redis.call('SET', s.penaltyKey, pack('<ddd', strikes, since, blockedUntil), 'PXAT', ceil(stop / 1000))
-  if blockedUntil > now then s.blocked = s.blockFor end
+  function SLIDING.read(s, v, at)
+    s.ring = s.slots + 1
+    s.c = {}
+    if not v then
+      s.head, s.sum = -INF, 0
+      for i = 0, s.slots do s.c[i] = 0 end
+      return at
+    end
+    local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
+    s.head, s.sum = values[1], values[2]
+    for i = 0, s.slots do s.c[i] = values[i + 3] end
+    return at + 8 * (s.ring + 2)
+  end
+
+  function SLIDING.encode(s)
+    local parts = {spack('<dd', s.head, s.sum)}
+    for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
+    return table.concat(parts)
+  end
+
+  -- The generation of now, never before the head (a clock that steps back counts there).
+  local function generation(s)
+    local whole = floor(NOW / s.window)
+    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    if g < s.head then return s.head end
+    return g
+  end
+
+  -- The first us of generation g.
+  local function start(s, g)
+    local whole = floor(g / s.slots)
+    return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
+  end
+
+  -- Permits counted in the window ending with generation g (never before the head).
+  local function used(s, g)
+    local head = s.head
+    if g == head then return s.sum end
+    if g - head > s.slots then return 0 end
+    -- The generations head - slots up to g - slots - 1 have left the window since head.
+    local n = s.sum
+    for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
+    return n
+  end
+
+  -- Moves the head forward to g, zeroing the counts of the generations it claims.
+  local function claim(s, g)
+    local head = s.head
+    if g <= head then return end
+    local first = g - s.ring + 1
+    if head + 1 > first then first = head + 1 end
+    local sum = s.sum
+    for claimed = first, g do
+      local i = claimed % s.ring
+      sum = sum - s.c[i]
+      s.c[i] = 0
+    end
+    s.head, s.sum = g, sum
+  end
+
+  -- Adds cost to generation g, saturating at the slot cap.
+  local function add(s, g, cost)
+    claim(s, g)
+    local i = g % s.ring
+    local count = s.c[i]
+    local added = cost
+    if s.cap - count < added then added = s.cap - count end
+    s.c[i] = count + added
+    s.sum = s.sum + added
+  end
+
+  -- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
+  -- oldest permits have left the window.
+  local function waitUs(s, g, n, cost)
+    local excess = n + cost - s.limit
+    if excess <= 0 then return 0 end
+    local head = s.head
+    local oldest = g - s.slots
+    -- Everything counted sits in the newest slot (a busy key, or one that comes back now
+    -- and then): the walk below would find it there, after only empty slots.
+    if head >= oldest and s.c[head % s.ring] == n then
+      local from = g
+      if n >= excess then from = head end
+      return start(s, from + s.ring) - NOW
+    end
+    for old = oldest, head do
+      excess = excess - s.c[old % s.ring]
+      if excess <= 0 then return start(s, old + s.ring) - NOW end
+    end
+    return start(s, g + s.ring) - NOW
+  end
+
+  function SLIDING.available(s)
+    local n = used(s, generation(s))
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function SLIDING.wait(s, cost)
+    if cost > s.limit then return -1 end
+    local g = generation(s)
+    return waitUs(s, g, used(s, g), cost)
+  end
+
+  function SLIDING.fits(s, cost)
+    return SLIDING.wait(s, cost) == 0
+  end
+
+  function SLIDING.take(s, cost)
+    local g = generation(s)
+    if used(s, g) + cost > s.limit then return false end
+    add(s, g, cost)
+    return true
+  end
+
+  function SLIDING.force(s, cost)
+    add(s, generation(s), cost)
+  end
+
+  -- Takes up to cost permits off the count at ring index i; returns how many.
+  local function uncount(s, i, cost)
+    local count = s.c[i]
+    local back = cost
+    if count < back then back = count end
+    s.c[i] = count - back
+    s.sum = s.sum - back
+    return back
+  end
+
+  -- Gives back cost permits: with a receipt, only from the generation of the take, while it
+  -- still counts; without, newest first.
+  function SLIDING.refund(s, cost, receipt)
+    local head = s.head
+    local oldest = generation(s) - s.slots
+    if receipt ~= nil then
+      if receipt < oldest or receipt > head then return end
+      uncount(s, receipt % s.ring, cost)
+      return
+    end
+    local left, newest = cost, head
+    while newest >= oldest and left > 0 do
+      left = left - uncount(s, newest % s.ring, left)
+      newest = newest - 1
+    end
+  end
+
+  function SLIDING.receipt(s)
+    return s.head
+  end
+
+  function SLIDING.fresh(s)
+    return used(s, generation(s)) == 0
+  end
+
+  -- Unix ms once the head generation has left the window (nothing counts then).
+  function SLIDING.freshUntil(s)
+    if s.head == -INF then return -INF end
+    return start(s, s.head + s.ring) / 1000
+  end
+
+  function SLIDING.report(s, cost, allowed)
+    local g = generation(s)
+    local n = used(s, g)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = waitUs(s, g, n, available + 1) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
+    end
+    return available, reset, retry
+  end
 end
+-- A fixed window: a port of @sluice/core's fixed-window/kernel.ts. Windows are aligned
+-- to the clock's zero (window number floor(t / window), t in us), so every store agrees
+-- where they start (an hourly window ends on the hour), and one count per key. A count
+-- above the limit (debt) keeps the key refused until its window ends.
+--
+-- s: limit, window (us). State: id (the window counted in, -inf: none), count.
+local FIXED = {}
+if NEEDS.f then
+
+  function FIXED.read(s, v, at)
+    if not v then
+      s.id, s.count = -INF, 0
+      return at
+    end
+    s.id, s.count = sunpack('<dd', v, at)
+    return at + 16
+  end
+
+  function FIXED.encode(s)
+    return spack('<dd', s.id, s.count)
+  end
+
+  -- Permits counted in the window of now.
+  local function counted(s)
+    if s.id == floor(NOW / s.window) then return s.count end
+    return 0
+  end
+
+  -- Us until the window of now ends.
+  local function left(s)
+    return (floor(NOW / s.window) + 1) * s.window - NOW
+  end
+
+  function FIXED.available(s)
+    local n = counted(s)
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function FIXED.wait(s, cost)
+    if cost > s.limit then return -1 end
+    if counted(s) + cost <= s.limit then return 0 end
+    return left(s)
+  end
+
+  function FIXED.fits(s, cost)
+    return FIXED.wait(s, cost) == 0
+  end
+
+  function FIXED.take(s, cost)
+    local n = counted(s)
+    if n + cost > s.limit then return false end
+    s.id, s.count = floor(NOW / s.window), n + cost
+    return true
+  end
+
+  function FIXED.force(s, cost)
+    s.id, s.count = floor(NOW / s.window), counted(s) + cost
+  end
+
+  -- Permits of an earlier window stopped counting when it ended.
+  function FIXED.refund(s, cost, receipt)
+    local n = counted(s)
+    if n == 0 or (receipt ~= nil and receipt ~= s.id) then return end
+    if n > cost then s.count = n - cost else s.count = 0 end
+  end
+
+  function FIXED.receipt(s)
+    return s.id
+  end
+
+  function FIXED.fresh(s)
+    return counted(s) == 0
+  end
+
+  function FIXED.freshUntil(s)
+    return (s.id + 1) * s.window / 1000
+  end
+
+  function FIXED.report(s, cost, allowed)
+    local n = counted(s)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = left(s) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then
+        retry = -1
+      elseif n + cost > s.limit then
+        retry = left(s)
+      end
+    end
+    return available, reset, retry
+  end
+end
+local op = ARGV[2]
+local lease = ARGV[3]
+local deadline = ARGV[4] + 0
+if op == 'take' and deadline > 0 and NOW > deadline then return {-1, NOW} end
+local n = ARGV[5] + 0
+local costsAt = 5 + 12 * n
+local extraAt = costsAt + n
 
 local states = {}
-local admitted = true
-local penalty = count
-for i = 1, count do
-  local a = 5 + (i - 1) * 10
-  local s = {kind = ARGV[a + 1], key = KEYS[i], blocked = 0}
-  load(s, ARGV[a + 2] + 0, ARGV[a + 3] + 0, ARGV[a + 4] + 0, ARGV[a + 5] + 0,
-    ARGV[a + 6] + 0, ARGV[a + 7] + 0)
-  if ARGV[a + 8] ~= '0' then
-    penalty = penalty + 1
-    s.penaltyKey = KEYS[penalty]
-    s.blockFor, s.after, s.strikeWindow = ARGV[a + 8] + 0, ARGV[a + 9] + 0, ARGV[a + 10] + 0
-    local b = redis.call('GET', s.penaltyKey)
-    if b then
-      s.strikes, s.since, s.blockedUntil = unpack('<ddd', b)
-      if s.blockedUntil > now then s.blocked = s.blockedUntil - now end
+for i = 1, n do
+  local a = 5 + 12 * (i - 1)
+  local kind = ARGV[a + 1]
+  local s = {key = KEYS[i], kind = kind, cost = ARGV[costsAt + i] + 0, blocked = 0}
+  if kind == 'c' then
+    s.max, s.ttl = ARGV[a + 2] + 0, ARGV[a + 3] + 0
+    s.member = string.format('%d:%s', s.cost, lease)
+    -- Leases alive now (scored by their expiry, ms), and the last to expire.
+    s.held, s.last = 0, NOW_MS
+    local live = redis.call('ZRANGEBYSCORE', s.key, '(' .. exactText(NOW_MS), '+inf', 'WITHSCORES')
+    for j = 1, #live, 2 do
+      s.held = s.held + tonumber(string.match(live[j], '^(%d+):'))
+      local e = tonumber(live[j + 1])
+      if e > s.last then s.last = e end
     end
+  else
+    s.limit, s.window = ARGV[a + 2] + 0, ARGV[a + 3] + 0
+    s.windowMs, s.blockFor, s.after = ARGV[a + 10] + 0, ARGV[a + 11] + 0, ARGV[a + 12] + 0
+    s.grace = 0
+    if kind == 'f' then
+      s.alg = FIXED
+    elseif kind == 's' then
+      s.alg = SLIDING
+      s.slots, s.cap = ARGV[a + 4] + 0, ARGV[a + 5] + 0
+    else
+      s.alg = GCRA
+      s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0
+      s.grace, s.warmUp, s.gcd = ARGV[a + 7] + 0, ARGV[a + 8] + 0, ARGV[a + 9] + 0
+    end
+    readRecord(s, redis.call('GET', s.key))
+    -- A warm-up key's age starts at its first sight, a read included (a block is not one).
+    if s.alg == GCRA and s.warmUp > 0 and s.created == -INF and op ~= 'block' then
+      s.created = NOW
+      s.dirty = true
+    end
+    s.blocked = blockedFor(s)
   end
-  s.fits = fits(s, n)
-  s.admits = s.blocked == 0 and s.fits
-  if not s.admits then admitted = false end
   states[i] = s
 end
 
-if op == 'refund' then
-  for i, s in ipairs(states) do
-    local receipt = ARGV[5 + count * 10 + i]
-    if receipt == '' then receipt = nil else receipt = receipt + 0 end
-    refund(s, n, receipt)
-  end
-  return {0, now}
+local function hold(s)
+  local expires = NOW_MS + s.ttl
+  redis.call('ZREMRANGEBYSCORE', s.key, '-inf', exactText(NOW_MS))
+  redis.call('ZADD', s.key, exactText(expires), s.member)
+  s.held = s.held + s.cost
+  if expires > s.last then s.last = expires end
+  if not TESTING then redis.call('PEXPIREAT', s.key, string.format('%d', ceil(s.last))) end
 end
 
-local taken = op == 'take' and admitted
-if taken then
-  for _, s in ipairs(states) do take(s, n) end
-elseif op == 'take' then
-  -- Requests during a block neither count nor extend it.
+local taken = false
+if op == 'take' then
+  -- A take the client sent again after its reply was lost (it reconnected) finds its own
+  -- lease: it was admitted, and is admitted again, taking nothing more.
+  local replay = false
+  if lease ~= '' then
+    for _, s in ipairs(states) do
+      if s.kind == 'c' and s.cost > 0 then
+        local score = redis.call('ZSCORE', s.key, s.member)
+        if score and tonumber(score) > NOW_MS then replay = true end
+      end
+    end
+  end
+  taken = true
   for _, s in ipairs(states) do
-    if s.penaltyKey and not s.admits and s.blocked == 0 then strike(s) end
+    if replay then
+      s.admits = true
+    elseif s.kind == 'c' then
+      s.admits = s.held + s.cost <= s.max
+    else
+      s.admits = s.blocked == 0 and s.alg.fits(s, s.cost)
+    end
+    if not s.admits then taken = false end
+  end
+  if replay then
+    -- Nothing to write.
+  elseif taken then
+    for _, s in ipairs(states) do
+      if s.cost > 0 then
+        if s.kind == 'c' then
+          hold(s)
+        else
+          s.alg.take(s, s.cost)
+          s.dirty = true
+        end
+      end
+    end
+  else
+    -- Requests during a block neither count nor extend it.
+    for _, s in ipairs(states) do
+      if s.kind ~= 'c' and not s.admits and s.blockFor > 0 and s.blocked == 0 then
+        s.blocked = strike(s)
+        s.dirty = true
+      end
+    end
+  end
+elseif op == 'force' then
+  for _, s in ipairs(states) do
+    if s.kind ~= 'c' and s.cost > 0 then
+      s.alg.force(s, s.cost)
+      s.dirty = true
+    end
+  end
+elseif op == 'block' then
+  local ms = ARGV[extraAt + 1] + 0
+  for _, s in ipairs(states) do
+    if s.kind ~= 'c' then
+      block(s, ms)
+      s.dirty = true
+    end
+  end
+elseif op == 'refund' then
+  for i, s in ipairs(states) do
+    -- A key with no state is fresh: nothing to give back.
+    if s.kind ~= 'c' and s.cost > 0 and s.known then
+      local receipt = ARGV[extraAt + i]
+      if receipt == '' then receipt = nil else receipt = receipt + 0 end
+      s.alg.refund(s, s.cost, receipt)
+      s.dirty = true
+    end
   end
 end
 
-local reply = {0, now}
-if taken then reply[1] = 1 end
 for _, s in ipairs(states) do
-  local retry = 0
-  if not taken and not s.fits then retry = retryOf(s, n) end
-  local reset = resetOf(s)
-  local remaining = available(s)
-  local blocked = 0
-  if s.blocked > 0 then
-    blocked, remaining = 1, 0
-    if s.blocked > reset then reset = s.blocked end
-    if retry >= 0 and s.blocked > retry then retry = s.blocked end
+  if s.dirty then saveRecord(s) end
+end
+
+local reply = {taken and 1 or 0, NOW}
+if op == 'refund' or op == 'block' then return reply end
+for _, s in ipairs(states) do
+  if op ~= 'take' then
+    -- What a take of one would find, taking nothing.
+    if s.kind == 'c' then
+      s.admits = s.held + 1 <= s.max
+    else
+      s.admits = s.blocked == 0 and s.alg.available(s) >= 1
+    end
   end
-  local admits = 0
-  if s.admits then admits = 1 end
-  reply[#reply + 1] = admits
-  reply[#reply + 1] = remaining
-  reply[#reply + 1] = reset
-  reply[#reply + 1] = retry
-  reply[#reply + 1] = s.receipt or -1
-  reply[#reply + 1] = blocked
+  if s.kind == 'c' then
+    local remaining = s.max - s.held
+    if remaining < 0 then remaining = 0 end
+    local m = #reply
+    reply[m + 1] = s.admits and 1 or 0
+    reply[m + 2] = remaining
+    reply[m + 3] = 0
+    reply[m + 4] = 0
+    reply[m + 5] = -1
+    reply[m + 6] = 0
+  elseif op == 'take' then
+    local receipt = -1
+    if taken and s.cost > 0 then receipt = s.alg.receipt(s) end
+    answer(reply, s, s.admits, s.cost, taken, receipt)
+  else
+    answer(reply, s, s.admits, 1, s.admits, -1)
+  end
 end
 return reply
 `,
@@ -565,94 +2186,506 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '3e9a705d70a7f29471a177d2e1764bf1de303834',
-  source: `-- One take from one sliding-window policy.
+  sha: '8367b855dfa5e5896822174815cd016b5d2c501e',
+  source: `-- One take from one sliding-window policy without a penalty: the common case, in the
+-- fewest Redis calls (GET, and SET when admitted).
 --
--- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (us), slots, and '1' when the reply must carry the time
---
--- The window is cut into \`slots\` generations (slot numbers since the epoch); a permit
--- counts until its generation has wholly left the window, so generations c - slots to c
--- count at generation c (at most \`limit\` in any rolling window, precision one slot, as in
--- @sluice/core). State: little-endian doubles head, total, then one base per ring index
--- (generation g sits at g mod (slots + 1)). \`head\` is the newest generation written,
--- \`total\` counts every permit since the key was made, and base(g) is the total before
--- generation g, so generations g..head hold total - base(g) permits: a window's count is
--- one subtraction, and a take in the head generation rewrites \`total\` alone. The key
--- expires when the head generation has left the window.
---
--- Reply: (c mod cycle) x (limit + 1) + count for an admitted take in the head generation
--- (cycle: the largest up to 2^32 that keeps it below 2^53), unless the time is wanted; otherwise {admitted, remaining, reset us, retry us (-1:
--- never), receipt, now us}.
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2]
-local n = ARGV[1] + 0
-local limit = ARGV[2] + 0
-local window = ARGV[3] + 0
-local slots = ARGV[4] + 0
-local ring = slots + 1
--- floor(now x slots / window), without a product beyond 2^53.
-local q = math.floor(now / window)
-local c = q * slots + math.floor((now - q * window) * slots / window)
-local v = redis.call('GET', KEYS[1])
-local head, total = -1, 0
-if v then head, total = struct.unpack('<dd', v) end
--- A Redis clock that stepped back counts in the newest generation.
-if c < head then c = head end
-local first = c - slots
-local used = 0
-if first <= head then used = total - struct.unpack('<d', v, 17 + 8 * (first % ring)) end
-
-if c == head and used + n <= limit then
-  redis.call('SETRANGE', KEYS[1], '8', struct.pack('<d', total + n))
-  if not ARGV[5] then
-    local cycle = math.floor(9007199254740991 / (limit + 1))
-    if cycle > 4294967296 then cycle = 4294967296 end
-    return (c % cycle) * (limit + 1) + used + n
-  end
+-- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/sliding-window.lua)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), slots, slot cap, window (ms)
+-- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
+--          blocked (0, or ms left)
+-- The time of the call, read once. NOW is whole microseconds (what the kernels decide
+-- on), NOW_MS milliseconds (what penalties and leases count in, as the memory store does).
+-- ARGV[1] is '' in production: Redis's own clock (TIME), so application servers whose
+-- clocks disagree still agree. A test's clock sends "<ms> <us>" instead (the store's
+-- \`clock\` option); Redis's expiry does not follow that time, so under it keys are written
+-- without one (TESTING): every state says itself when it is stale, expiry only collects it.
+local NOW, NOW_MS, TESTING
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  NOW = time[1] * 1000000 + time[2]
+  NOW_MS = NOW / 1000
+  TESTING = false
+else
+  local ms, us = string.match(ARGV[1], '^(%S+) (%S+)$')
+  NOW_MS, NOW, TESTING = ms + 0, us + 0, true
 end
+local INF = math.huge
+local MAX_SAFE = 9007199254740991
+local floor, ceil = math.floor, math.ceil
+local spack, sunpack = struct.pack, struct.unpack
+local key = KEYS[1]
+local cost, limit, window, slots = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local v = redis.call('GET', key)
 
--- Microseconds until generation g has wholly left the window.
-local function leaves(g)
-  local next = g + ring
-  local whole = math.floor(next / slots)
-  return whole * window + math.ceil((next - whole * slots) * window / slots) - now
-end
-
-if used + n <= limit then
-  if c > head then
-    -- A new head generation: the ones in between had no permits, so their base (and
-    -- this one's) is the total so far. Anything older than the ring starts over.
-    local parts = {struct.pack('<dd', c, total + n)}
-    local before = struct.pack('<d', total)
-    for i = 0, slots do
-      if head < 0 or c - head >= ring or (i - head - 1) % ring < c - head then
-        parts[i + 2] = before
-      else
-        parts[i + 2] = string.sub(v, 17 + 8 * i, 24 + 8 * i)
+-- A take that fits in the key's newest slot (a busy key), on a key without strikes or a
+-- block whose numbers stay below 2^53: inline, as lib/sliding-window.lua and
+-- lib/record.lua would decide and write it (making the port's functions is most of a
+-- script's cost). Anything else, below, through the port.
+do
+  local ring = slots + 1
+  if v and #v == 8 * (ring + 3) and window * slots <= MAX_SAFE then
+    local whole = floor(NOW / window)
+    local g = whole * slots + floor((NOW - whole * window) * slots / window)
+    local head, sum = sunpack('<dd', v, 9)
+    if g <= head and sum + cost <= limit and head < MAX_SAFE then
+      -- Counted in the head generation (never before it).
+      local i = head % ring
+      local count = sunpack('<d', v, 25 + 8 * i)
+      local added = cost
+      if ARGV[6] - count < added then added = ARGV[6] - count end
+      count = count + added
+      sum = sum + added
+      -- Until one more permit: the oldest generation with permits leaves the window
+      -- (the head's own when it holds them all).
+      local leaves = head
+      if count ~= sum then
+        for old = head - slots, head do
+          local c = sunpack('<d', v, 25 + 8 * (old % ring))
+          if old == head then c = count end
+          if c > 0 then
+            leaves = old
+            break
+          end
+        end
       end
+      local next = leaves + ring
+      local start = floor(next / slots)
+      local reset = start * window + ceil((next - start * slots) * window / slots) - NOW
+      -- The key already expires when its head generation leaves the window.
+      redis.call('SETRANGE', key, '16',
+        spack('<d', sum) .. string.sub(v, 25, 24 + 8 * i) .. spack('<d', count))
+      return {1, limit - sum, reset, 0, head, 0}
     end
-    redis.call('SET', KEYS[1], table.concat(parts), 'PXAT', math.ceil((now + leaves(c)) / 1000))
   end
-  return {1, limit - used - n, leaves(c), 0, c, now}
 end
 
--- Refused: the wait is until enough of the oldest permits have left the window.
-local top = c
-if head < top then top = head end
-local retry, reset = -1, 0
-local excess = used + n - limit
-for g = first, top do
-  local upto = total
-  if g < head then upto = struct.unpack('<d', v, 17 + 8 * ((g + 1) % ring)) end
-  local count = upto - struct.unpack('<d', v, 17 + 8 * (g % ring))
-  if count > 0 then
-    reset = leaves(g)
-    excess = excess - count
-    if excess <= 0 and retry < 0 then retry = reset end
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {s = true}
+-- Integer arithmetic past 2^53 in Lua's doubles (Lua 5.1 has no integers), a port of
+-- @sluice/core's exact.ts: a product of two safe integers plus a third, divided by a
+-- fourth. Limits and windows may each be as large as 2^53, so permits x window can pass
+-- 2^53 (10^10 tokens a day is 8.64e20 tick-microseconds). A sum that fits is plain
+-- doubles; a larger one is split exactly into two doubles (Dekker's product), its
+-- quotient estimated in floating point and corrected by the exact remainder: the same
+-- operations as exact.ts, so both land on the same numbers.
+-- Veltkamp's splitter: halves of 26 bits each, whose products are exact.
+local SPLITTER = 134217729
+-- Where the split product stays exact (exact.ts's DEKKER_PRODUCT and DEKKER_DIVISOR).
+local DEKKER_PRODUCT = 2 ^ 100
+local DEKKER_DIVISOR = 2 ^ 50
+
+-- floor((a*b + c) / d) and the remainder, exactly, for safe integers a, b, c >= 0 and
+-- d >= 1 whose quotient is a safe integer.
+local function mulAddDivMod(a, b, c, d)
+  local product = a * b
+  if product <= MAX_SAFE and product + c <= MAX_SAFE then
+    -- Exact: for a numerator below 2^53 the division rounds to no integer it does not reach.
+    local q = floor((product + c) / d)
+    return q, product + c - q * d
+  end
+  if product >= DEKKER_PRODUCT or d > DEKKER_DIVISOR then
+    -- Absurd policies (limits or windows near 2^53 together), where exact.ts uses BigInt:
+    -- long multiplication in base 2 over the smaller factor, quotient and remainder kept
+    -- apart, so that no intermediate passes d and every one is an exact double.
+    if a > b then a, b = b, a end
+    if b == INF then error('sluice: an infinite operand of mulAddDivMod') end
+    local bq = floor(b / d)
+    local br = b - bq * d
+    local bit = 1
+    while bit * 2 <= a do bit = bit * 2 end
+    local q, r = 0, 0
+    while bit >= 1 do
+      q = q + q
+      if r >= d - r then
+        r = r - (d - r)
+        q = q + 1
+      else
+        r = r + r
+      end
+      if a >= bit then
+        a = a - bit
+        q = q + bq
+        if r >= d - br then
+          r = r - (d - br)
+          q = q + 1
+        else
+          r = r + br
+        end
+      end
+      bit = bit / 2
+    end
+    local cq = floor(c / d)
+    local cr = c - cq * d
+    if r >= d - cr then return q + cq + 1, r - (d - cr) end
+    return q + cq, r + cr
+  end
+  -- c = cq*d + cr first: the split product stays exact only for a small addend.
+  local cq = floor(c / d)
+  local cr = c - cq * d
+  local q = floor((product + cr) / d)
+  -- a*b + cr - q*d, exactly: each product split into its rounded value and its rounding
+  -- error (both exact); the large parts cancel exactly (Sterbenz) because they are close.
+  local p2 = q * d
+  local t = a * SPLITTER
+  local ah = t - (t - a)
+  local al = a - ah
+  t = b * SPLITTER
+  local bh = t - (t - b)
+  local bl = b - bh
+  t = q * SPLITTER
+  local qh = t - (t - q)
+  local ql = q - qh
+  t = d * SPLITTER
+  local dh = t - (t - d)
+  local dl = d - dh
+  local e1 = ah * bh - product + ah * bl + al * bh + al * bl
+  local e2 = qh * dh - p2 + qh * dl + ql * dh + ql * dl
+  local r = product - p2 + (e1 - e2) + cr
+  -- The estimate is off by a unit or two at most: step it onto the exact quotient.
+  while r < 0 do
+    q = q - 1
+    r = r + d
+  end
+  while r >= d do
+    q = q + 1
+    r = r - d
+  end
+  return q + cq, r
+end
+
+-- floor(a*b / d) and a*b mod d, exactly.
+local function mulDivMod(a, b, d)
+  local product = a * b
+  if product <= MAX_SAFE then
+    local q = floor(product / d)
+    return q, product - q * d
+  end
+  return mulAddDivMod(a, b, 0, d)
+end
+
+-- ceil(a*b / d) exactly.
+local function mulDivCeil(a, b, d)
+  local q, r = mulAddDivMod(a, b, 0, d)
+  if r > 0 then return q + 1 end
+  return q
+end
+-- A time-based policy's value for one client key, one Redis string of little-endian
+-- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
+-- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- refusals counted since \`since\` and the end of its block, in ms as the memory store
+-- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
+--
+-- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
+-- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+-- Reads \`v\` (false: no key, a fresh state) into s.
+local function readRecord(s, v)
+  s.known = v and true or false
+  s.expiry = 0
+  if v then s.expiry = sunpack('<d', v) end
+  local at = s.alg.read(s, v, 9)
+  s.strikes = nil
+  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+end
+
+-- Milliseconds the key stays blocked (0: not blocked).
+local function blockedFor(s)
+  if s.strikes == nil then return 0 end
+  local left = s.blockedUntil - NOW_MS
+  if left > 0 then return left end
+  return 0
+end
+
+-- Counts a refusal (the memory store's countStrike): the \`after\`th within one window of
+-- the first starts a block and the count starts again. Returns the block's length, or 0.
+local function strike(s)
+  local count, since, untilMs = s.strikes, s.since, s.blockedUntil
+  if count == nil or NOW_MS - since >= s.windowMs then count, since, untilMs = 0, NOW_MS, 0 end
+  count = count + 1
+  if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
+  s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  if untilMs > NOW_MS then return s.blockFor end
+  return 0
+end
+
+-- Blocks the key for ms from now (0 lifts a block). Strikes count afresh once it ends:
+-- its window is taken to have started one window before the block's end.
+local function block(s, ms)
+  if ms == 0 then
+    s.strikes = nil
+  else
+    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
   end
 end
-if n > limit then retry = -1 end
-return {0, limit - used, reset, retry, 0, now}
+
+-- Writes s back: deleted once worth nothing (a fresh state, strikes that no longer count),
+-- else expiring once it is (plus the policy's grace, so that a busy key moves its expiry
+-- only once in a while, not on every take).
+local function saveRecord(s)
+  local tail, keep = '', 0
+  -- Strikes stop counting once not blocked and their window has passed: dropped, they
+  -- decide as kept ones would (countStrike would start them over).
+  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
+    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
+    keep = s.since + s.windowMs
+    if s.blockedUntil > keep then keep = s.blockedUntil end
+  end
+  if tail == '' and s.alg.fresh(s) then
+    if s.known then redis.call('DEL', s.key) end
+    return
+  end
+  local untilMs = s.alg.freshUntil(s)
+  if keep > untilMs then untilMs = keep end
+  local needed = ceil(untilMs)
+  if s.known and needed <= s.expiry then
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+  elseif TESTING then
+    s.expiry = INF
+    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+  else
+    s.expiry = needed + s.grace
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+      string.format('%d', s.expiry))
+  end
+  s.known = true
+end
+
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
+-- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
+-- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
+-- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
+-- memory store builds one.
+local function answer(reply, s, admits, cost, allowed, receipt)
+  local available, reset, retry = s.alg.report(s, cost, allowed)
+  local blocked = s.blocked
+  if blocked > 0 then
+    reset = s.alg.wait(s, 1)
+    receipt = -1
+  end
+  local n = #reply
+  reply[n + 1] = admits and 1 or 0
+  reply[n + 2] = available
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
+  reply[n + 6] = blocked > 0 and exactText(blocked) or 0
+end
+-- A sliding window: a port of @sluice/core's sliding-window/kernel.ts. The window is cut
+-- into \`slots\` slots, and generation g is slot number g since the clock's zero
+-- (floor(t x slots / window), t in us). A permit counts until its generation has wholly
+-- left the window, so at generation c the generations c - slots to c count.
+--
+-- s: limit, window (us), slots, cap (the most a slot counts: slotCap(limit)). State: a
+-- ring of slots + 1 counts for consecutive generations (c[g mod ring]), the newest being
+-- \`head\` (-inf: fresh), and their sum. In the value: head, sum, then the ring.
+local SLIDING = {}
+if NEEDS.s then
+
+  function SLIDING.read(s, v, at)
+    s.ring = s.slots + 1
+    s.c = {}
+    if not v then
+      s.head, s.sum = -INF, 0
+      for i = 0, s.slots do s.c[i] = 0 end
+      return at
+    end
+    local values = {sunpack('<' .. string.rep('d', s.ring + 2), v, at)}
+    s.head, s.sum = values[1], values[2]
+    for i = 0, s.slots do s.c[i] = values[i + 3] end
+    return at + 8 * (s.ring + 2)
+  end
+
+  function SLIDING.encode(s)
+    local parts = {spack('<dd', s.head, s.sum)}
+    for i = 0, s.slots do parts[i + 2] = spack('<d', s.c[i]) end
+    return table.concat(parts)
+  end
+
+  -- The generation of now, never before the head (a clock that steps back counts there).
+  local function generation(s)
+    local whole = floor(NOW / s.window)
+    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    if g < s.head then return s.head end
+    return g
+  end
+
+  -- The first us of generation g.
+  local function start(s, g)
+    local whole = floor(g / s.slots)
+    return whole * s.window + mulDivCeil(g - whole * s.slots, s.window, s.slots)
+  end
+
+  -- Permits counted in the window ending with generation g (never before the head).
+  local function used(s, g)
+    local head = s.head
+    if g == head then return s.sum end
+    if g - head > s.slots then return 0 end
+    -- The generations head - slots up to g - slots - 1 have left the window since head.
+    local n = s.sum
+    for old = head - s.slots, g - s.slots - 1 do n = n - s.c[old % s.ring] end
+    return n
+  end
+
+  -- Moves the head forward to g, zeroing the counts of the generations it claims.
+  local function claim(s, g)
+    local head = s.head
+    if g <= head then return end
+    local first = g - s.ring + 1
+    if head + 1 > first then first = head + 1 end
+    local sum = s.sum
+    for claimed = first, g do
+      local i = claimed % s.ring
+      sum = sum - s.c[i]
+      s.c[i] = 0
+    end
+    s.head, s.sum = g, sum
+  end
+
+  -- Adds cost to generation g, saturating at the slot cap.
+  local function add(s, g, cost)
+    claim(s, g)
+    local i = g % s.ring
+    local count = s.c[i]
+    local added = cost
+    if s.cap - count < added then added = s.cap - count end
+    s.c[i] = count + added
+    s.sum = s.sum + added
+  end
+
+  -- Whole us until cost (<= limit) fits at generation g with n counted: until enough of the
+  -- oldest permits have left the window.
+  local function waitUs(s, g, n, cost)
+    local excess = n + cost - s.limit
+    if excess <= 0 then return 0 end
+    local head = s.head
+    local oldest = g - s.slots
+    -- Everything counted sits in the newest slot (a busy key, or one that comes back now
+    -- and then): the walk below would find it there, after only empty slots.
+    if head >= oldest and s.c[head % s.ring] == n then
+      local from = g
+      if n >= excess then from = head end
+      return start(s, from + s.ring) - NOW
+    end
+    for old = oldest, head do
+      excess = excess - s.c[old % s.ring]
+      if excess <= 0 then return start(s, old + s.ring) - NOW end
+    end
+    return start(s, g + s.ring) - NOW
+  end
+
+  function SLIDING.available(s)
+    local n = used(s, generation(s))
+    if n < s.limit then return s.limit - n end
+    return 0
+  end
+
+  function SLIDING.wait(s, cost)
+    if cost > s.limit then return -1 end
+    local g = generation(s)
+    return waitUs(s, g, used(s, g), cost)
+  end
+
+  function SLIDING.fits(s, cost)
+    return SLIDING.wait(s, cost) == 0
+  end
+
+  function SLIDING.take(s, cost)
+    local g = generation(s)
+    if used(s, g) + cost > s.limit then return false end
+    add(s, g, cost)
+    return true
+  end
+
+  function SLIDING.force(s, cost)
+    add(s, generation(s), cost)
+  end
+
+  -- Takes up to cost permits off the count at ring index i; returns how many.
+  local function uncount(s, i, cost)
+    local count = s.c[i]
+    local back = cost
+    if count < back then back = count end
+    s.c[i] = count - back
+    s.sum = s.sum - back
+    return back
+  end
+
+  -- Gives back cost permits: with a receipt, only from the generation of the take, while it
+  -- still counts; without, newest first.
+  function SLIDING.refund(s, cost, receipt)
+    local head = s.head
+    local oldest = generation(s) - s.slots
+    if receipt ~= nil then
+      if receipt < oldest or receipt > head then return end
+      uncount(s, receipt % s.ring, cost)
+      return
+    end
+    local left, newest = cost, head
+    while newest >= oldest and left > 0 do
+      left = left - uncount(s, newest % s.ring, left)
+      newest = newest - 1
+    end
+  end
+
+  function SLIDING.receipt(s)
+    return s.head
+  end
+
+  function SLIDING.fresh(s)
+    return used(s, generation(s)) == 0
+  end
+
+  -- Unix ms once the head generation has left the window (nothing counts then).
+  function SLIDING.freshUntil(s)
+    if s.head == -INF then return -INF end
+    return start(s, s.head + s.ring) / 1000
+  end
+
+  function SLIDING.report(s, cost, allowed)
+    local g = generation(s)
+    local n = used(s, g)
+    local available = 0
+    if n < s.limit then available = s.limit - n end
+    local reset = 0
+    if available < s.limit then reset = waitUs(s, g, n, available + 1) end
+    local retry = 0
+    if not allowed then
+      if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
+    end
+    return available, reset, retry
+  end
+end
+local s = {key = key, alg = SLIDING, limit = limit, window = window, slots = slots,
+  cap = ARGV[6] + 0, windowMs = ARGV[7] + 0, grace = 0}
+-- The body of a one-policy take through the port (s: the policy, as the script made it;
+-- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
+-- refused with its block.
+readRecord(s, v)
+s.blocked = blockedFor(s)
+local reply = {}
+if s.blocked > 0 then
+  answer(reply, s, false, cost, false, -1)
+  return reply
+end
+local allowed = s.alg.take(s, cost)
+if allowed then saveRecord(s) end
+answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
+return reply
 `,
 }

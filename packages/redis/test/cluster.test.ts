@@ -1,11 +1,15 @@
+import { ManualClock } from '@sluice/core'
 import type { Policy, TakeResult } from '@sluice/http'
 import { runStoreContract } from '@sluice/http/testing'
+import { runStoreModel } from '@sluice/keyed/testing'
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashSlot } from '../src/cluster'
 import { type RedisStore, type RedisStoreError, redisStore, stateKey } from '../src/index'
+import { GENERAL } from '../src/scripts'
 import { DAY, describeRedis, HOUR, policy, sleep, uniquePrefix } from './helpers'
 import { type ClusterNode, startCluster, type TestCluster } from './redis-cluster'
+import { replyDroppingProxy } from './reply-dropping-proxy'
 
 // A real Redis Cluster: 3 masters, 3 replicas, cluster-node-timeout 500 ms, started from
 // redis-server for this file. The tests run in order: the contract and the key layout
@@ -115,6 +119,32 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
     )
   })
 
+  describe('the model-based test', () => {
+    const failures: RedisStoreError[] = []
+    const clock = new ManualClock(123_456.789)
+    afterEach(() => {
+      expect(failures).toEqual([])
+    })
+    runStoreModel(
+      'redisStore on a Redis Cluster',
+      () =>
+        redisStore({
+          client,
+          prefix: uniquePrefix(),
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+          clock,
+          // A busy machine must not turn a slow answer into onError's.
+          timeout: '10s',
+        }),
+      {
+        clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) },
+        leaseTtlMs: 60_000,
+        runs: 60,
+      },
+    )
+  })
+
   describe('keys and slots', () => {
     it('refuses keys in different slots, so the tests below can fail', async () => {
       await expect(
@@ -166,6 +196,41 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
     })
   })
 
+  describe('a take whose reply is lost (issue 24 item 2)', () => {
+    it('is admitted when the Cluster client sends it again, and holds one slot', async () => {
+      const prefix = uniquePrefix()
+      const key = 'lost'
+      const slotPolicy = policy.concurrency('slot', 1)
+      const master = await cluster.masterOf(stateKey(prefix, key, slotPolicy))
+      const proxy = await replyDroppingProxy(master.port)
+      try {
+        // The client reaches that master through the proxy (as it announces itself).
+        const own = await cluster.client({
+          natMap: { [`127.0.0.1:${master.port}`]: { host: '127.0.0.1', port: proxy.port } },
+        })
+        const failures: RedisStoreError[] = []
+        const store = redisStore({
+          client: own,
+          prefix,
+          timeout: 5_000,
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+        })
+        await cluster.connect(master).script('LOAD', GENERAL.source)
+        const lost = proxy.dropReplyTo(GENERAL.sha)
+        const taken = await store.take(key, [slotPolicy, daily], 1)
+        await lost
+        expect(taken.allowed).toBe(true)
+        expect((await store.get(key, [slotPolicy, daily])).map((r) => r.remaining)).toEqual([0, 1])
+        await store.release(key, slotPolicy, taken.results[0]!.lease!)
+        expect((await store.take(key, [slotPolicy], 1)).allowed).toBe(true)
+        expect(failures).toEqual([])
+      } finally {
+        await proxy.close()
+      }
+    })
+  })
+
   describe('failover (issue 19)', { timeout: 90_000 }, () => {
     it('a slot left MIGRATING: TRYAGAIN is that request’s, not an outage of the shard', async () => {
       const prefix = uniquePrefix()
@@ -203,6 +268,55 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
         await cluster.settle()
       }
     })
+
+    // Issue 24 item 7: ioredis retries a TRYAGAIN until it gives up ("Too many Cluster
+    // redirections", whose last error may be a MOVED from the random node it tried) or
+    // until the store's own timeout: neither is an outage of the master.
+    it.each([
+      ['"Too many Cluster redirections"', { maxRedirections: 3, retryDelayOnTryAgain: 20 }, 5_000],
+      ["the store's own timeout", { maxRedirections: 16, retryDelayOnTryAgain: 100 }, 300],
+    ] as const)(
+      'a TRYAGAIN that reaches the store as %s leaves the master in use',
+      async (_, options, timeout) => {
+        const prefix = uniquePrefix()
+        const own = await cluster.client(options)
+        const failures: RedisStoreError[] = []
+        const store = redisStore({
+          client: own,
+          prefix,
+          timeout,
+          probeInterval: 100,
+          onError: 'deny',
+          onFailure: (error) => failures.push(error),
+        })
+        const wide = policy.slidingWindow('wide', { limit: 100, window: HOUR })
+        const key = 'tryagain'
+        const source = await cluster.masterOf(stateKey(prefix, key, daily))
+        const target = cluster.nodes.slice(0, 3).find((node) => node.port !== source.port)!
+        const neighbour = await keyOn(source, prefix, 'neighbour')
+        expect((await store.take(key, [daily], 1)).allowed).toBe(true)
+        const slot = String(hashSlot(stateKey(prefix, key, daily)))
+        await cluster.connect(target).call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id)
+        await cluster.connect(source).call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id)
+        try {
+          // ioredis retries on a random node, so the last error it reports varies: a few tries.
+          for (let i = 0; i < 5; i++) {
+            expect((await store.take(key, [daily, wide], 1)).allowed).toBe(false)
+            // Not taken out of use, not even until a probe answers: the next request on
+            // that master is decided on Redis.
+            expect(store.status).toBe('up')
+            const next = await store.take(neighbour, [daily], 1)
+            expect(next.allowed).toBe(true)
+            await store.refund(neighbour, [daily], 1)
+          }
+          expect(failures).toEqual([])
+        } finally {
+          await cluster.connect(source).call('CLUSTER', 'SETSLOT', slot, 'STABLE')
+          await cluster.connect(target).call('CLUSTER', 'SETSLOT', slot, 'STABLE')
+          await cluster.settle()
+        }
+      },
+    )
 
     it('a master paused past timeout: its keys answered by onError, one failure, one recovery, a late take harmless', async () => {
       const prefix = uniquePrefix()

@@ -242,6 +242,32 @@ describeRedis('script cache', () => {
   })
 })
 
+describeRedis('script cache, under a burst', () => {
+  it('sends the source once when a burst of calls meets NOSCRIPT together', async () => {
+    const server = await startServer()
+    const redis = quietClient(server.port)
+    const sent: string[] = []
+    const store = redisStore({
+      client: (args) => {
+        sent.push(args[0]!)
+        return redis.call(args[0]!, ...args.slice(1))
+      },
+      prefix: uniquePrefix(),
+      timeout: 10_000,
+      leaseTtl: '1m',
+    })
+    const burst = policy.fixedWindow('burst', { limit: 1_000, window: DAY })
+    await redis.script('FLUSH')
+    const taken = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => store.take(`k${i}`, [burst], 1)),
+    )
+    expect(taken.every((t) => t.allowed)).toBe(true)
+    // One EVAL caches the script; the others send EVALSHA again behind it.
+    expect(sent.filter((command) => command === 'EVAL')).toHaveLength(1)
+    expect(sent.filter((command) => command === 'EVALSHA')).toHaveLength(399)
+  })
+})
+
 describeRedis('reporting', () => {
   it('reports a confirmed outage once as a SluiceWarning and on sluice:store, and the recovery without traffic', async () => {
     const server = await startServer()

@@ -162,9 +162,11 @@ export class WarmUpKernel extends GcraKernel {
       lo = guess + Math.floor(step / 2)
       hi = guess + step
     }
-    // Invariant: it fits at hi, not at lo.
+    // Invariant: it fits at hi, not at lo. Past 2^53 µs (a debt of centuries) neighbouring
+    // doubles are further apart than 1: stop when no number lies between them.
     while (hi - lo > 1) {
       const mid = lo + Math.floor((hi - lo) / 2)
+      if (mid === lo || mid === hi) break
       if (this.#fits(at, frac, created, t + mid, cost)) hi = mid
       else lo = mid
     }

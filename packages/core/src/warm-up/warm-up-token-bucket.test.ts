@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { normalizeSpec, rateKernel } from '../algorithms'
 import { ManualClock } from '../clock'
 import { tokenBucket } from '../token-bucket/token-bucket'
 import type { RateLimiter } from '../types'
@@ -115,5 +116,15 @@ describe('warmUpTokenBucket', () => {
     limiter.refund(50)
     expect(limiter.availablePermits()).toBe(4)
     expect(limiter.resetMs()).toBe(0)
+  })
+
+  it('finds a wait past 2^53 µs (a forced debt of centuries) instead of searching forever', () => {
+    const spec = normalizeSpec({ algorithm: 'warm-up', limit: 1, window: '1m', warmUp: '5s' })
+    const kernel = rateKernel(spec as never)
+    kernel.resize(1)
+    kernel.clear(0, 0)
+    // 10^9 permits at the cold interval of 3 minutes: 5,700 years of debt.
+    kernel.force(0, 0, 1e9)
+    expect(kernel.wait(0, 0, 1)).toBe(180_000_000_000_000)
   })
 })

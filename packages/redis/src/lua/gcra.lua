@@ -1,59 +1,103 @@
--- One take from one token-bucket or leaky-bucket policy (GCRA, no warm-up).
+-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
+-- case, in the fewest Redis calls (GET, and SET when admitted).
 --
--- KEYS[1]  the policy's state for one client key
--- ARGV     cost, limit, window (units), capacity, unit (us), and '1' when the reply must
---          carry the time
---
--- State: three little-endian doubles, debt, written, expiry. Debt is how far the
--- theoretical arrival time runs ahead of `written`, in ticks of 1/limit unit (a unit is
--- 1 us, or coarser when capacity x window would pass 2^53 us): one interval is `window`
--- ticks and the burst budget is capacity x window, so every quantity is an exact integer
--- and 3 per second admits exactly 3 from a full bucket. The key expires at `expiry`, set
--- a grace of eight intervals (1 s to 1 min) past the moment the debt is paid: a busy key
--- overwrites its first 16 bytes and moves its expiry only when the debt outgrows it.
---
--- Reply: the new debt (an integer) for an admitted take, unless the time is wanted;
--- otherwise {admitted, remaining, reset us, retry us (-1: never), receipt, now us}.
-local time = redis.call('TIME')
-local now = time[1] * 1000000 + time[2]
-local n = ARGV[1] + 0
-local limit = ARGV[2] + 0
-local window = ARGV[3] + 0
-local capacity = ARGV[4] + 0
-local unit = ARGV[5] + 0
-local tau = capacity * window
--- Whole units, so that the drained units telescope from write to write.
-local at = math.floor(now / unit)
-local debt, expiry = 0, 0
-local v = redis.call('GET', KEYS[1])
-if v then
-  local written
-  debt, written, expiry = struct.unpack('<ddd', v)
-  -- A Redis clock that stepped back drains nothing instead of refilling.
-  if at > written then
-    debt = debt - limit * (at - written)
-    if debt < 0 then debt = 0 end
+-- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
+-- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
+--          blocked (0, or ms left)
+--!include clock
+local key = KEYS[1]
+local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
+local v = redis.call('GET', key)
+
+-- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
+-- is most of a script's cost). Anything else, below, through the port.
+do
+  local expiry, at, frac = 0, -INF, 0
+  if v then
+    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
+  end
+  local l, w = limit / gcd, window / gcd
+  local product = cost * w
+  if at ~= nil and cost <= capacity and product <= MAX_SAFE then
+    -- max(tat, now) + cost x T, as whole us and ticks.
+    local q = floor(product / l)
+    local r = (product - q * l) * gcd
+    local a, f = at, frac
+    if a < NOW then
+      a = NOW
+      f = 0
+    end
+    a = a + q
+    f = f + r
+    if f >= limit then
+      f = f - limit
+      a = a + 1
+    end
+    local ahead = a - NOW
+    local allowed = ahead < tauUs or (ahead == tauUs and f <= tauTicks)
+    -- A refused key is in debt (one that is not admits any cost up to its capacity); a
+    -- debt of centuries, past 2^53 us, is the port's.
+    if (allowed or at >= NOW) and a < MAX_SAFE then
+      -- A refusal's wait: tat + cost x T - tau - now, rounded up to whole us.
+      local retry = 0
+      if not allowed then
+        local us, ticks = at + q - NOW - tauUs, frac + r - tauTicks
+        if ticks < 0 then
+          ticks = ticks + limit
+          us = us - 1
+        elseif ticks >= limit then
+          ticks = ticks - limit
+          us = us + 1
+        end
+        if us >= 0 then
+          retry = us
+          if ticks > 0 then retry = us + 1 end
+        end
+        a, f = at, frac
+      end
+      -- The slack left, tau - (tat - now) = available x T + rem ticks (negative in debt
+      -- beyond tau: the port).
+      local us, ticks = tauUs - (a - NOW), tauTicks - f
+      if ticks < 0 then
+        ticks = ticks + limit
+        us = us - 1
+      end
+      local whole = floor(ticks / gcd)
+      local slack = us * l
+      if us >= 0 and slack <= MAX_SAFE and slack + whole <= MAX_SAFE then
+        local available = floor((slack + whole) / w)
+        local rem = (slack + whole - available * w) * gcd + (ticks - whole * gcd)
+        local reset = 0
+        if available < capacity then reset = ceil((window - rem) / limit) end
+        if not allowed then return {0, available, reset, retry, -1, 0} end
+        local receipt = a
+        if f > 0 then receipt = a + 1 end
+        local needed = ceil(receipt / 1000)
+        if v and needed <= expiry then
+          -- Its expiry still covers it: only tat changes.
+          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+        elseif TESTING then
+          redis.call('SET', key, spack('<ddd', INF, a, f))
+        else
+          expiry = needed + ARGV[8]
+          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+        end
+        return {1, available, reset, 0, receipt, 0}
+      end
+    end
   end
 end
-local cost = n * window
-if debt + cost > tau then
-  local retry = -1
-  if n <= capacity then retry = math.ceil((debt + cost - tau) / limit) * unit end
-  local reset = (at + math.ceil(debt / limit)) * unit - now
-  if reset < 0 then reset = 0 end
-  return {0, math.floor((tau - debt) / window), reset, retry, 0, now}
-end
-debt = debt + cost
-local paid = at + math.ceil(debt / limit)
-if paid <= expiry then
-  redis.call('SETRANGE', KEYS[1], '0', struct.pack('<dd', debt, at))
-else
-  local grace = 8 * window * unit / limit
-  if grace < 1000000 then grace = 1000000 elseif grace > 60000000 then grace = 60000000 end
-  expiry = paid + math.ceil(grace / unit)
-  redis.call('SET', KEYS[1], struct.pack('<ddd', debt, at, expiry), 'PXAT',
-    math.ceil(expiry * unit / 1000))
-end
-if not ARGV[6] then return debt end
-return {1, math.floor((tau - debt) / window), paid * unit - now, 0,
-  math.floor(at * unit + debt * unit / limit), now}
+
+-- The port's functions this script needs (see lib/gcra.lua).
+local NEEDS = {g = true}
+--!include exact
+--!include record
+--!include gcra
+local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
+  tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
+  warmUp = 0}
+--!include take-one

@@ -1,0 +1,116 @@
+-- A time-based policy's value for one client key, one Redis string of little-endian
+-- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
+-- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- refusals counted since `since` and the end of its block, in ms as the memory store
+-- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
+--
+-- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
+-- penalty's length in ms or 0, after, grace: ms a key is kept past fresh) and the state.
+
+-- A number for a command or a reply without Lua's 14 significant digits: integers whole,
+-- fractions as the shortest text that reads back as the same double.
+local function exactText(x)
+  if x == floor(x) and x > -1e18 and x < 1e18 then return string.format('%d', x) end
+  return string.format('%.17g', x)
+end
+
+-- Reads `v` (false: no key, a fresh state) into s.
+local function readRecord(s, v)
+  s.known = v and true or false
+  s.expiry = 0
+  if v then s.expiry = sunpack('<d', v) end
+  local at = s.alg.read(s, v, 9)
+  s.strikes = nil
+  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+end
+
+-- Milliseconds the key stays blocked (0: not blocked).
+local function blockedFor(s)
+  if s.strikes == nil then return 0 end
+  local left = s.blockedUntil - NOW_MS
+  if left > 0 then return left end
+  return 0
+end
+
+-- Counts a refusal (the memory store's countStrike): the `after`th within one window of
+-- the first starts a block and the count starts again. Returns the block's length, or 0.
+local function strike(s)
+  local count, since, untilMs = s.strikes, s.since, s.blockedUntil
+  if count == nil or NOW_MS - since >= s.windowMs then count, since, untilMs = 0, NOW_MS, 0 end
+  count = count + 1
+  if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
+  s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  if untilMs > NOW_MS then return s.blockFor end
+  return 0
+end
+
+-- Blocks the key for ms from now (0 lifts a block). Strikes count afresh once it ends:
+-- its window is taken to have started one window before the block's end.
+local function block(s, ms)
+  if ms == 0 then
+    s.strikes = nil
+  else
+    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+  end
+end
+
+-- Writes s back: deleted once worth nothing (a fresh state, strikes that no longer count),
+-- else expiring once it is (plus the policy's grace, so that a busy key moves its expiry
+-- only once in a while, not on every take).
+local function saveRecord(s)
+  local tail, keep = '', 0
+  -- Strikes stop counting once not blocked and their window has passed: dropped, they
+  -- decide as kept ones would (countStrike would start them over).
+  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
+    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
+    keep = s.since + s.windowMs
+    if s.blockedUntil > keep then keep = s.blockedUntil end
+  end
+  if tail == '' and s.alg.fresh(s) then
+    if s.known then redis.call('DEL', s.key) end
+    return
+  end
+  local untilMs = s.alg.freshUntil(s)
+  if keep > untilMs then untilMs = keep end
+  local needed = ceil(untilMs)
+  if s.known and needed <= s.expiry then
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+  elseif TESTING then
+    s.expiry = INF
+    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+  else
+    s.expiry = needed + s.grace
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+      string.format('%d', s.expiry))
+  end
+  s.known = true
+end
+
+-- A number for a reply: an integer reply past 2^53 does not come back whole (ioredis's
+-- parser, for one, reads its digits into a double one at a time), so larger ones (waits
+-- and arrival times of centuries of debt) go as text.
+local function replyNumber(x)
+  if x > MAX_SAFE then return exactText(x) end
+  return x
+end
+
+-- One policy's answer: admitted (1 | 0), available, reset us (until one more permit, or
+-- the first once a block ends), retry us (-1: never), receipt (-1: none), blocked (0, or
+-- the block's ms left as text: a fraction). The store turns it into a PolicyResult as the
+-- memory store builds one.
+local function answer(reply, s, admits, cost, allowed, receipt)
+  local available, reset, retry = s.alg.report(s, cost, allowed)
+  local blocked = s.blocked
+  if blocked > 0 then
+    reset = s.alg.wait(s, 1)
+    receipt = -1
+  end
+  local n = #reply
+  reply[n + 1] = admits and 1 or 0
+  reply[n + 2] = available
+  reply[n + 3] = replyNumber(reset)
+  reply[n + 4] = replyNumber(retry)
+  reply[n + 5] = replyNumber(receipt)
+  reply[n + 6] = blocked > 0 and exactText(blocked) or 0
+end
