@@ -397,7 +397,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   #readCost(option: string, cost: unknown, policies: readonly Policy[], least: 0 | 1): Cost {
     if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= least) return cost
     if (typeof cost === 'object' && cost !== null && !Array.isArray(cost)) {
-      return storeCost(`${this.factory}: "${option}"`, policies, cost)
+      return storeCost(`${this.factory}: "${option}"`, policies, cost, least === 1)
     }
     const rule = least === 1 ? 'a positive integer' : 'a non-negative integer'
     throw typeError(this.factory, option, `must return ${rule} or { [policyName]: number }`, cost)

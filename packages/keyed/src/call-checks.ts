@@ -82,7 +82,13 @@ const positions = new WeakMap<readonly Policy[], ReadonlyMap<string, number>>()
  * storeCost('keyedLimiter.consume', [requests, tokens], { tokens: 1200 }) // [0, 1200]
  * ```
  */
-export function storeCost(method: string, policies: readonly Policy[], cost: unknown): Cost {
+export function storeCost(
+  method: string,
+  policies: readonly Policy[],
+  cost: unknown,
+  /** False for a settle's actual cost, which may be nothing at all. */
+  chargesSomething = true,
+): Cost {
   if (typeof cost === 'number') {
     checkCost(method, cost, policies.length)
     return cost
@@ -108,5 +114,10 @@ export function storeCost(method: string, policies: readonly Policy[], cost: unk
     costs[index] = value as number
   }
   checkCost(method, costs, policies.length)
+  if (chargesSomething && costs.every((c) => c === 0)) {
+    throw new RangeError(
+      `${method}: "cost" must charge at least one policy (policies: ${policies.map((p) => `"${p.name}"`).join(', ')}), got ${describe(cost)}`,
+    )
+  }
   return costs
 }

@@ -258,7 +258,10 @@ class Keyed implements KeyedLimiter<Store> {
 
   /** A keyed cost as the store takes it: a number, or one number per policy. */
   #cost(method: string, cost: KeyedCost | undefined, fallback: number): Cost {
-    return cost === undefined ? fallback : storeCost(`${FACTORY}.${method}`, this.policies, cost)
+    if (cost === undefined) return fallback
+    // A take must charge something; a settle's actual cost, a refund or a reward may be 0.
+    const charges = method === 'consume' || method === 'reserve' || method === 'penalty'
+    return storeCost(`${FACTORY}.${method}`, this.policies, cost, charges)
   }
 
   consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
