@@ -18,6 +18,7 @@ import {
   type RequestAccessors,
   type ResponseAccessors,
 } from '@sluice/http/adapter'
+import type { TakeBuffer } from '@sluice/keyed'
 import { compilePolicy, concurrencyPolicy, rateLimitChannel } from '@sluice/keyed/store'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
@@ -175,7 +176,10 @@ function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
           maxKeys: options.maxKeys ?? options.keys,
           clock: options.clock ?? systemClock,
         })
-        return { call: (key) => store.take(key, policies, 1), admitted: takeAllowed }
+        // One result the caller owns, filled by every decision (the Store contract allows
+        // it): what an engine that reads the answer before the next call would pass.
+        const into: TakeBuffer = { allowed: false, results: [] }
+        return { call: (key) => store.take(key, policies, 1, into), admitted: takeAllowed }
       },
     }),
   ]

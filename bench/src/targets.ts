@@ -72,7 +72,7 @@ function find(scenario: ScenarioResult | undefined, id: string): ContenderResult
  * within the same round.
  */
 export function evaluateTargets(measured: Measured): TargetRow[] {
-  return [...issue7(measured), ...issue13(measured)]
+  return [...issue22(measured), ...issue13(measured), ...issue7(measured)]
 }
 
 /** The keyed scenario with the most keys: where memory per key is read. */
@@ -237,7 +237,9 @@ function issue7(measured: Measured): TargetRow[] {
 /** Issue 13's bounds, as ratios to the inline-GCRA floor measured in the same rounds. */
 export const STORE_HOT_FACTOR = 1.3
 export const STORE_KEYED_FACTOR = 1.5
-export const ENGINE_FACTOR = 2
+export const ENGINE_FACTOR = 2.5
+/** Issue 22: the memory store's fixed window against hono-rate-limiter's `MemoryStore`. */
+export const STORE_FIXED_VS_HONO = 1
 export const INSERT_FACTOR = 1.5
 /**
  * Bytes a decision may allocate beyond the same decision on a key that stays put: one
@@ -302,14 +304,15 @@ function httpPairs(
   return { a: first, b: second }
 }
 
-function issue13(measured: Measured): TargetRow[] {
+/**
+ * Issue 22: the store's decision through a caller-owned result (nothing allocated), its
+ * ratio to the inline-GCRA floor for every algorithm, the engine's admit with headers, and
+ * the fixed window against hono-rate-limiter's store (the same algorithm).
+ */
+function issue22(measured: Measured): TargetRow[] {
   const rows: Omit<TargetRow, 'issue'>[] = []
   const hot = scenarioOf(measured, 'hot')
   const keyed = scenarioOf(measured, '10k')
-  const insert = scenarioOf(measured, 'insert')
-  const churn = scenarioOf(measured, 'churn')
-  const large = largestKeyed(measured.decision)
-
   for (const algorithm of RATE_ALGORITHMS) {
     const id = `sluice/${algorithm}@store`
     rows.push(
@@ -345,6 +348,53 @@ function issue13(measured: Measured): TargetRow[] {
       ),
     )
   }
+  {
+    const target = `\`memoryStore.take\`, fixed-window, hot key: at least as fast as hono-rate-limiter's \`MemoryStore\` (≤ ${STORE_FIXED_VS_HONO}×)`
+    const fixed = find(hot, 'sluice/fixed-window@store')
+    const hono = find(hot, 'peer/hono-rate-limiter')
+    if (!usable(fixed) || !usable(hono)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+    } else {
+      const ratio = pairedRatio(fixed.samples, hono.samples)
+      const met = ratio.median <= STORE_FIXED_VS_HONO
+      rows.push({
+        target,
+        measured: `${ratioText(ratio)} (${fixed.ns.median.toFixed(1)} vs ${hono.ns.median.toFixed(1)} ns)`,
+        met,
+        ...(met
+          ? {}
+          : {
+              miss: `${((ratio.median / STORE_FIXED_VS_HONO - 1) * 100).toFixed(0)}% slower`,
+              evidence: { kind: 'cpu', contender: 'sluice/fixed-window@store', scenario: 'hot' },
+            }),
+      })
+    }
+  }
+  for (const algorithm of RATE_ALGORITHMS) {
+    const target = `\`memoryStore.take\` into a caller-owned result, ${algorithm}, hot key: allocates nothing (≤ ${CHURN_ALLOWANCE} B per decision)`
+    const allocated = find(hot, `sluice/${algorithm}@store`)?.allocated
+    if (allocated === undefined || !Number.isFinite(allocated)) {
+      rows.push({ target, measured: 'not measured', met: undefined })
+      continue
+    }
+    const met = allocated <= CHURN_ALLOWANCE
+    rows.push({
+      target,
+      measured: `${bytes(allocated)} per decision`,
+      met,
+      ...(met ? {} : { miss: `${(allocated - CHURN_ALLOWANCE).toFixed(0)} B over` }),
+    })
+  }
+  return rows.map((row) => ({ issue: 22, ...row }))
+}
+
+function issue13(measured: Measured): TargetRow[] {
+  const rows: Omit<TargetRow, 'issue'>[] = []
+  const hot = scenarioOf(measured, 'hot')
+  const insert = scenarioOf(measured, 'insert')
+  const churn = scenarioOf(measured, 'churn')
+  const large = largestKeyed(measured.decision)
+
   for (const algorithm of RATE_ALGORITHMS) {
     rows.push(
       floorRow(
