@@ -40,15 +40,19 @@ describe('fastifyRateLimit', () => {
     },
   )
 
-  it('gives every route after it one budget; routes before it are not covered', async () => {
+  it('gives every route after it one budget; routes before it and 404s are not covered', async () => {
     const app = Fastify()
     app.get('/before', async () => 'free')
     await app.register(fastifyRateLimit, { limit: 2, window: '1m' })
     app.get('/a', async () => 'a')
     app.get('/b', async () => 'b')
-    expect(await statuses(app, ['/a', '/b', '/a', '/b', '/before'])).toEqual([
-      200, 200, 429, 429, 200,
+    expect(await statuses(app, ['/a', '/b', '/a', '/b', '/before', '/missing'])).toEqual([
+      200, 200, 429, 429, 200, 404,
     ])
+    // A hook added with addHook covers the context's 404 answers too.
+    const hooked = Fastify()
+    hooked.addHook('onRequest', rateLimit({ limit: 1, window: '1m' }))
+    expect(await statuses(hooked, ['/missing', '/missing'])).toEqual([404, 429])
   })
 
   it("takes the hook's defaults when registered without options", async () => {
