@@ -160,6 +160,18 @@ describe('fastifyRateLimit', () => {
     expect((await app.inject({ method: 'HEAD', url: '/' })).statusCode).toBe(429)
   })
 
+  it("leaves Fastify's own register options (prefix, logLevel) to Fastify", async () => {
+    const app = Fastify()
+    await app.register(fastifyRateLimit, {
+      limit: 1,
+      window: '1m',
+      prefix: '/v1',
+      logLevel: 'warn',
+    })
+    app.get('/', async () => 'ok')
+    expect(await statuses(app, ['/', '/'])).toEqual([200, 429])
+  })
+
   it('refuses bad options when registered, and a bad route config when the route is added', async () => {
     const app = Fastify()
     await expect(app.register(fastifyRateLimit, { max: 5 } as never)).rejects.toThrow(

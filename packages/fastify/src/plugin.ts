@@ -19,6 +19,9 @@ declare module 'fastify' {
   }
 }
 
+/** What `app.register` takes for Fastify itself, beside a plugin's options. */
+type RegisterOnly = { prefix?: unknown; logLevel?: unknown; logSerializers?: unknown }
+
 /**
  * A route's options over the plugin's, option by option. `policies` and the single-policy
  * options (`limit`, `window`, `algorithm`, ...) are two spellings of one thing, so the
@@ -45,8 +48,10 @@ function limiterPlugin<O extends object>(
   build: (options: O) => onRequestHookHandler,
 ): FastifyPluginAsync<O> {
   // Async, so an option the factory refuses rejects `app.register` instead of escaping it.
-  return async (fastify, options) => {
-    const shared = build(options)
+  return async (fastify, given) => {
+    // Fastify hands its own register options to the plugin too; they are not the limiter's.
+    const { prefix: _, logLevel: __, logSerializers: ___, ...options } = given as O & RegisterOnly
+    const shared = build(options as O)
     const perRoute = new WeakMap<object, onRequestHookHandler>()
     fastify.addHook('onRoute', (route: RouteOptions) => {
       const config = route.config?.[option]
@@ -58,7 +63,7 @@ function limiterPlugin<O extends object>(
       }
       let hook = config === undefined ? shared : perRoute.get(config)
       if (hook === undefined) {
-        hook = build(mergeOptions(options, config as O))
+        hook = build(mergeOptions(options as O, config as O))
         perRoute.set(config as object, hook)
       }
       const hooks = route.onRequest ?? []
