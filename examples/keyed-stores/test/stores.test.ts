@@ -14,6 +14,14 @@ describe.each(storeKinds())('the $name store', (kind) => {
       await admitted('b'),
     ]).toEqual([true, true, false, true])
   })
+
+  it('1,000 concurrent consume(key) admit exactly the limit (issue 26)', async () => {
+    const { store } = kind.open()
+    const limiter = keyedLimiter({ limit: 100, window: '1h', store })
+    const answers = await Promise.all(Array.from({ length: 1_000 }, () => limiter.consume('k')))
+    expect(answers.filter((answer) => answer.allowed)).toHaveLength(100)
+    expect((await limiter.get('k')).remaining).toBe(0)
+  })
 })
 
 describe('answeringWithPromises', () => {

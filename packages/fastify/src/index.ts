@@ -1,6 +1,7 @@
 /**
- * Rate limits and bulkheads for Fastify 5 as `onRequest` hooks: `rateLimit()` and
- * `bulkhead()`, with standard RateLimit headers. Re-exports what its users need from
+ * Rate limits and bulkheads for Fastify 5, with standard RateLimit headers: as plugins,
+ * `fastifyRateLimit` and `fastifyBulkhead` (for `app.register`, per-route `config`), and as
+ * `onRequest` hooks, `rateLimit()` and `bulkhead()`. Re-exports what its users need from
  * `@sluice/http` (`keys`, `memoryStore`, the option and decision types).
  *
  * @packageDocumentation
@@ -39,4 +40,5 @@ export {
   type WaitingOptions,
 } from '@sluice/http'
 export { type BulkheadHook, type BulkheadOptions, bulkhead } from './bulkhead'
+export { fastifyBulkhead, fastifyRateLimit } from './plugin'
 export { type RateLimitHook, type RateLimitOptions, rateLimit } from './rate-limit'

@@ -31,6 +31,27 @@ describe('rateLimit (fastify)', () => {
     await app.close()
   })
 
+  it('keyFor(request) is the key the store holds (tag, IPv6 subnet), which get and resetKey take', async () => {
+    const hook = rateLimit({
+      limit: 1,
+      window: '1m',
+      key: keys.first(keys.header('x-api-key'), keys.ip()),
+      clock: new ManualClock(),
+    })
+    const app = Fastify()
+    app.get('/', { onRequest: hook }, async (request) => ({
+      keyFor: await hook.keyFor(request),
+      decided: request.rateLimit?.key,
+    }))
+    const first = (await app.inject({ url: '/', remoteAddress: '2001:db8:1:2::5' })).json()
+    expect(first.keyFor).toBe(first.decided)
+    expect(first.keyFor).not.toContain('2001:db8:1:2::5')
+    expect((await hook.get(first.keyFor))[0]?.remaining).toBe(0)
+    expect((await app.inject({ url: '/', remoteAddress: '2001:db8:1:3::9' })).statusCode).toBe(429)
+    await hook.resetKey(first.keyFor)
+    expect((await app.inject({ url: '/', remoteAddress: '2001:db8:1:2::5' })).statusCode).toBe(200)
+  })
+
   it('onLimited answers a refusal with the headers already set', async () => {
     const app = Fastify()
     app.addHook(

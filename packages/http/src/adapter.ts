@@ -8,6 +8,11 @@
  * @module
  */
 
+/**
+ * The options that describe one policy (`limit`, `window`, `algorithm`, ...), the other
+ * spelling of `policies`: an adapter merging two option objects treats them as one unit.
+ */
+export { POLICY_OPTIONS } from '@sluice/keyed/store'
 export type {
   AnswerAccessors,
   ProxyCheckName,

@@ -308,6 +308,31 @@ describe('PolicySource', () => {
     expect(source.known.size).toBe(1000)
   })
 
+  // Issue 24: rateLimit({ window: 1e-300 }) only warned, then spun on its first decision.
+  it('refuses a window below one microsecond in every spelling, at construction or on use', () => {
+    const refused = new RangeError(
+      'rateLimit: "window" must be at least one microsecond (0.001 ms), got 1e-300',
+    )
+    expect(() => new PolicySource({ window: 1e-300 }, 'rateLimit')).toThrow(refused)
+    expect(() => new PolicySource({ limit: () => 5, window: 1e-300 }, 'rateLimit')).toThrow(refused)
+    expect(
+      () => new PolicySource({ policies: [{ limit: 1 }, { window: 1e-15 }] }, 'rateLimit'),
+    ).toThrow(
+      new RangeError(
+        'rateLimit: "policies[1].window" must be at least one microsecond (0.001 ms), got 1e-15',
+      ),
+    )
+    const picked = new PolicySource(
+      { policies: (() => [{ window: 1e-300 }]) as never },
+      'rateLimit',
+    )
+    expect(() => picked.resolve({})).toThrow(
+      new RangeError(
+        'rateLimit: "policies()[0].window" must be at least one microsecond (0.001 ms), got 1e-300',
+      ),
+    )
+  })
+
   it('refuses what a function returns only when it is used, naming the option', async () => {
     const limit = new PolicySource({ limit: (v: unknown) => v } as PoliciesOptions, 'rateLimit')
     expect(() => limit.resolve('10')).toThrow(

@@ -82,6 +82,16 @@ describe('KeyNormalizer', () => {
     expect(keys.normalize('short')).toBe('short')
   })
 
+  it("hashes a key that reads as a digest: no client can forge another's long key (issue 24)", async () => {
+    const { keys } = await normalizer(true)
+    const long = 'h'.repeat(1_000)
+    // The digest form of a long key is what the decision, the events and the logs show.
+    const forged = boundedKey(long)
+    expect(keys.normalize(forged)).not.toBe(keys.normalize(long))
+    expect(keys.normalize(forged)).toBe(keys.normalize(forged))
+    expect(keys.normalize(forged)).toMatch(/^sha256:[\w-]{43}$/)
+  })
+
   it('warns once about a custom key that is a raw IPv6 address', async () => {
     const { keys, codes, texts } = await normalizer(true)
     expect(keys.normalize('2001:db8::1')).toBe('2001:db8::1')

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { keyedLimiter } from './keyed-limiter'
 import { compilePolicy, compilePolicyList, type PolicyOptions } from './policy'
 import { warningsOf } from './testing'
 import { warnIfBareMilliseconds } from './warnings'
@@ -75,5 +76,25 @@ describe('policy durations in bare milliseconds', () => {
         compilePolicy({ window: 1000, block: { for: 1000 } }, 'rateLimit')
       }),
     ).toEqual([])
+  })
+})
+
+describe('keyed limiter durations in bare milliseconds', () => {
+  it('warns about "reservationTtl" and block(key, duration), counted in ms unlike rate-limiter-flexible', () => {
+    const given = warningsOf(() => {
+      const limiter = keyedLimiter({ limit: 5, window: '1m', reservationTtl: 600 })
+      limiter.block('user:1', 30)
+      keyedLimiter({ limit: 5, window: '1m', reservationTtl: '10m' }).block('user:1', '30s')
+    })
+    expect(given).toEqual([
+      [
+        'ERR_SLUICE_DURATION_IN_MS',
+        expect.stringContaining('keyedLimiter: "reservationTtl" is 600, which is 600 milliseconds'),
+      ],
+      [
+        'ERR_SLUICE_DURATION_IN_MS',
+        expect.stringContaining('keyedLimiter.block: "duration" is 30, which is 30 milliseconds'),
+      ],
+    ])
   })
 })
