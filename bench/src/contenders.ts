@@ -18,7 +18,7 @@ import {
   type RequestAccessors,
   type ResponseAccessors,
 } from '@sluice/http/adapter'
-import type { TakeBuffer } from '@sluice/keyed'
+import { type KeyedResult, keyedLimiter, type TakeBuffer } from '@sluice/keyed'
 import { compilePolicy, concurrencyPolicy, rateLimitChannel } from '@sluice/keyed/store'
 import { type ClientRateLimitInfo, MemoryStore as ExpressMemoryStore } from 'express-rate-limit'
 import {
@@ -86,6 +86,7 @@ function define<R>(
 
 const identity = (allowed: boolean): boolean => allowed
 const takeAllowed = (taken: TakeResult): boolean => taken.allowed
+const consumed = (result: KeyedResult): boolean => result.allowed
 const withinLimit =
   (limit: number) =>
   (info: { totalHits: number }): boolean =>
@@ -180,6 +181,29 @@ function sluiceContenders(algorithm: RateAlgorithm): Contender[] {
         // it): what an engine that reads the answer before the next call would pass.
         const into: TakeBuffer = { allowed: false, results: [] }
         return { call: (key) => store.take(key, policies, 1, into), admitted: takeAllowed }
+      },
+    }),
+    define<KeyedResult>({
+      id: `sluice/${algorithm}@consume`,
+      label: `sluice ${algorithm} · keyedLimiter.consume`,
+      short: `sluice ${algorithm} (keyed limiter)`,
+      side: 'sluice',
+      pkg: '@sluice/keyed',
+      shapes: ['hot', 'keyed'],
+      algorithm,
+      create(rate, options) {
+        const store = memoryStore({
+          maxKeys: options.maxKeys ?? options.keys,
+          clock: options.clock ?? systemClock,
+        })
+        const limiter = keyedLimiter({
+          algorithm,
+          limit: rate.limit,
+          window: rate.windowMs,
+          ...(algorithm === 'warm-up' ? { warmUp: WARM_UP_MS } : {}),
+          store,
+        })
+        return { call: (key) => limiter.consume(key) as KeyedResult, admitted: consumed }
       },
     }),
   ]

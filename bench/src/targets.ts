@@ -240,6 +240,8 @@ export const STORE_KEYED_FACTOR = 1.5
 export const ENGINE_FACTOR = 2.5
 /** Issue 22: the memory store's fixed window against hono-rate-limiter's `MemoryStore`. */
 export const STORE_FIXED_VS_HONO = 1
+/** Issue 26: the keyed limiter's `consume` over the store's `take` it makes. */
+export const CONSUME_FACTOR = 1.2
 export const INSERT_FACTOR = 1.5
 /**
  * Bytes a decision may allocate beyond the same decision on a key that stays put: one
@@ -386,6 +388,37 @@ function issue22(measured: Measured): TargetRow[] {
       met,
       ...(met ? {} : { miss: `${(over - CHURN_ALLOWANCE).toFixed(0)} B over` }),
     })
+  }
+  for (const [scenario, name] of [
+    [hot, 'hot key'],
+    [keyed, '10,000 keys'],
+  ] as const) {
+    for (const algorithm of RATE_ALGORITHMS) {
+      const target = `\`keyedLimiter.consume\`, ${algorithm}, ${name}: within ${CONSUME_FACTOR}× the store's own \`take\` (issue 26)`
+      const consume = find(scenario, `sluice/${algorithm}@consume`)
+      const take = find(scenario, `sluice/${algorithm}@store`)
+      if (!usable(consume) || !usable(take)) {
+        rows.push({ target, measured: 'not measured', met: undefined })
+        continue
+      }
+      const ratio = pairedRatio(consume.samples, take.samples)
+      const met = ratio.median <= CONSUME_FACTOR
+      rows.push({
+        target,
+        measured: `${ratioText(ratio)} (${consume.ns.median.toFixed(1)} vs ${take.ns.median.toFixed(1)} ns)`,
+        met,
+        ...(met
+          ? {}
+          : {
+              miss: `${((ratio.median / CONSUME_FACTOR - 1) * 100).toFixed(0)}% over the bound`,
+              evidence: {
+                kind: 'cpu',
+                contender: `sluice/${algorithm}@consume`,
+                scenario: scenario!.scenario.name,
+              },
+            }),
+      })
+    }
   }
   return rows.map((row) => ({ issue: 22, ...row }))
 }
