@@ -33,6 +33,7 @@ import { PendingReleases } from './pending-releases'
 import { RedisClock } from './redis-clock'
 import { ScriptRunner } from './script-runner'
 import { GENERAL } from './scripts'
+import { TakeBatch } from './take-batch'
 
 /**
  * A store whose state lives in Redis, shared by every process that uses the same Redis and
@@ -102,6 +103,8 @@ class RedisBackedStore implements RedisStore {
   /** How often releases that wait for Redis are sent again. */
   readonly #probeMs: number
   readonly #runner: ScriptRunner
+  /** One-policy takes on one key in the same tick, as one call. */
+  readonly #batch: TakeBatch
   readonly #topology: Topology
   readonly #connection: Connection
   /** Per shard: a Cluster master's address, or one name for a standalone Redis. */
@@ -122,6 +125,7 @@ class RedisBackedStore implements RedisStore {
     this.#testClock = settings.clock
     this.#connection = connectionOf(settings.client)
     this.#runner = new ScriptRunner(settings.send, settings.timeoutMs, this.#connection)
+    this.#batch = new TakeBatch(this.#runner)
     this.#topology = topologyOf(settings.client, settings.send)
     this.#fallback = new Fallback(settings)
     // A failed shard is probed at once, in the background, with a command routed by the key
@@ -195,12 +199,9 @@ class RedisBackedStore implements RedisStore {
     let result: PolicyResult
     try {
       const args = singleArgs(plan, redisKey, this.#time(), cost)
-      const reply = await this.#runner.script(
-        plan.single!.script,
-        args,
-        redisKey,
-        performance.now(),
-      )
+      // Batched with this tick's other takes on the key; a retry goes alone.
+      const sender = retried ? this.#runner : this.#batch
+      const reply = await sender.script(plan.single!.script, args, redisKey, performance.now())
       result = decodeSingle(reply, plan)
     } catch (error) {
       if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
