@@ -127,11 +127,11 @@ export class TakeBatch {
     this.#runner.script(batch, args, key, now).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== takes.length) {
-          const error = new Error(`redisStore: unexpected reply to a batch of takes`)
+          const error = new Error('redisStore: unexpected reply to a batch of takes')
           for (const take of takes) take.reject(error)
           return
         }
-        takes.forEach((take, i) => take.resolve(replies[i]))
+        for (let i = 0; i < takes.length; i++) takes[i]!.resolve(replies[i])
       },
       (error: unknown) => {
         for (const take of takes) take.reject(error)
