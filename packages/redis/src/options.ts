@@ -18,7 +18,11 @@ export type { OnError }
  * Options of {@link redisStore}: the options every remote store takes (`timeout`,
  * `onError`, `onFailure`, `onRecovery`, `leaseTtl`, `probeInterval`, `local`, read by
  * `@sluice/keyed`'s one reader), and Redis's own. Unknown names are refused (with a "did
- * you mean"), and every value is checked when the store is made.
+ * you mean"), and every value is checked when the store is made. An outage is reported
+ * by `onFailure` (default: a `SluiceWarning` with code `ERR_SLUICE_REDIS_DOWN`), its end
+ * by `onRecovery` (`ERR_SLUICE_REDIS_RECOVERED`); while Redis fails, a background probe
+ * (a command routed by a key that failed) checks every `probeInterval` whether it is back,
+ * with or without traffic.
  *
  * @example
  * ```ts
@@ -42,21 +46,6 @@ export interface RedisStoreOptions extends RemoteStoreOptions<RedisStoreError> {
    * (N + 1) × limit in a window that overlaps an outage: see the README.
    */
   onError?: OnError
-  /**
-   * Called once when Redis starts failing (an outage, not once per request). Default: a
-   * `SluiceWarning` with code `ERR_SLUICE_REDIS_DOWN` (`process.emitWarning`).
-   */
-  onFailure?: (error: RedisStoreError) => void
-  /**
-   * Called once when Redis answers again after an outage. Default: a `SluiceWarning` with
-   * code `ERR_SLUICE_REDIS_RECOVERED`.
-   */
-  onRecovery?: () => void
-  /**
-   * While Redis fails, how often a background probe (a command routed by a key that
-   * failed) checks whether it is back, with or without traffic. Default `'1s'`.
-   */
-  probeInterval?: Duration
   /**
    * For tests only: the time the scripts decide on, read at each call and sent with it,
    * so a test can move time (a `ManualClock`) and check exact numbers. Keys then get no

@@ -132,11 +132,8 @@ class RedisBackedStore implements RedisStore {
     // that failed: a keyless PING would reach any healthy master of a Cluster and declare
     // recovery while the failed one is still down.
     this.#health = new StoreHealth({
+      ...settings, // onError, probeMs, onFailure, onRecovery
       store: FACTORY,
-      onError: settings.onError,
-      probeMs: settings.probeMs,
-      onFailure: settings.onFailure,
-      onRecovery: settings.onRecovery,
       warnings: {
         down: 'ERR_SLUICE_REDIS_DOWN',
         until: 'it answers again',
