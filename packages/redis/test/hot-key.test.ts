@@ -17,6 +17,28 @@ describeRedis('a burst on one key through keyedLimiter', () => {
     },
   )
 
+  it('sends a burst on one key in a few script calls, not one per take', async () => {
+    const io = connect()
+    const scripts: number[] = []
+    const store = redisStore({
+      // The real client, counting what is sent: each EVALSHA with the takes it carries.
+      client: (args) => {
+        if (args[0] === 'EVALSHA') scripts.push(args.length)
+        return io.call(args[0]!, ...args.slice(1))
+      },
+      prefix: uniquePrefix(),
+      timeout: '10s',
+    })
+    const limiter = keyedLimiter({ limit: 500, window: '1h', store })
+    // Once first, so that Redis has the scripts (a NOSCRIPT would send a call again).
+    await Promise.all([limiter.consume('warm'), limiter.consume('warm')])
+    scripts.length = 0
+    const results = await Promise.all(Array.from({ length: 1_000 }, () => limiter.consume('hot')))
+    expect(results.filter((r) => r.allowed).length).toBe(500)
+    // 1,000 takes made in one tick: batches of at most 128, one call each.
+    expect(scripts.length).toBe(Math.ceil(1_000 / 128))
+  })
+
   it('leaky-bucket: a burst admits what the memory store admits', async () => {
     const store = redisStore({ client: connect(), prefix: uniquePrefix(), timeout: '10s' })
     const burst = async (limiter: ReturnType<typeof keyedLimiter>) => {
