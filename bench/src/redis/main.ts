@@ -8,7 +8,7 @@ import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { describeMachine } from '../machine'
 import { REDIS_SECTION_END, REDIS_SECTION_START, renderRedisSection } from './report'
-import { runRedisBench } from './run'
+import { REDIS_ONLY, runRedisBench } from './run'
 
 const RESULTS = fileURLToPath(new URL('../../RESULTS.md', import.meta.url))
 
@@ -22,6 +22,12 @@ async function main(): Promise<void> {
     when,
     machine: `${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverage.toFixed(2)} at start and ${(os.loadavg()[0] ?? 0).toFixed(2)} at end`,
   })
+  if (REDIS_ONLY !== undefined) {
+    console.log(
+      `\n${section}\n(BENCH_REDIS_SCENARIOS set: a partial run, RESULTS.md left as it is)`,
+    )
+    return
+  }
   const current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# sluice benchmarks\n'
   const start = current.indexOf(REDIS_SECTION_START)
   const end = current.indexOf(REDIS_SECTION_END)

@@ -20,6 +20,23 @@ export const REDIS_SCENARIOS: readonly RedisScenario[] = [
   { name: '200-10k', title: '200 in flight, 10,000 keys', inFlight: 200, keys: 10_000 },
 ]
 
+/**
+ * The scenarios to run: all, or those `BENCH_REDIS_SCENARIOS` names (comma-separated, e.g.
+ * `200-hot`) for a short look at one load shape; such a run writes no RESULTS.md.
+ */
+export const REDIS_ONLY = process.env.BENCH_REDIS_SCENARIOS?.split(',').filter(Boolean)
+
+function scenariosToRun(): readonly RedisScenario[] {
+  if (REDIS_ONLY === undefined) return REDIS_SCENARIOS
+  const unknown = REDIS_ONLY.filter((name) => !REDIS_SCENARIOS.some((s) => s.name === name))
+  if (unknown.length !== 0) {
+    throw new Error(
+      `BENCH_REDIS_SCENARIOS: unknown ${unknown.join(', ')}; known: ${REDIS_SCENARIOS.map((s) => s.name).join(', ')}`,
+    )
+  }
+  return REDIS_SCENARIOS.filter((s) => REDIS_ONLY.includes(s.name))
+}
+
 /** How long the comparison runs: `BENCH_REDIS_ROUNDS` × `BENCH_REDIS_SECONDS` per cell. */
 export const REDIS_SAMPLING = {
   rounds: Number(process.env.BENCH_REDIS_ROUNDS ?? 5),
@@ -64,6 +81,11 @@ export interface RedisBenchResult {
   readonly scenarios: readonly RedisScenarioResult[]
   /** Each library's own CPU per decision, its Redis client left out. */
   readonly overhead: readonly OverheadResult[]
+}
+
+function overheadOf(log: (line: string) => void, rounds: number): Promise<OverheadResult[]> {
+  log('  library overhead (a client that answers at once)')
+  return measureOverhead(rounds)
 }
 
 function statsOf(info: string, pattern: RegExp): number {
@@ -139,7 +161,7 @@ export async function runRedisBench(
   const redisVersion = /redis_version:([\d.]+)/.exec(await admin.info('server'))?.[1] ?? 'unknown'
   const opened = await Promise.all(REDIS_CONTENDERS.map((c) => c.open(server.port)))
   try {
-    const results: RedisScenarioResult[] = REDIS_SCENARIOS.map((scenario) => ({
+    const results: RedisScenarioResult[] = scenariosToRun().map((scenario) => ({
       scenario,
       cells: REDIS_CONTENDERS.map((contender) => ({
         contender,
@@ -183,8 +205,7 @@ export async function runRedisBench(
         log(`  round ${round + 1}/${sampling.rounds}: ${result.scenario.title}`)
       }
     }
-    log('  library overhead (a client that answers at once)')
-    const overhead = await measureOverhead(sampling.rounds)
+    const overhead = REDIS_ONLY === undefined ? await overheadOf(log, sampling.rounds) : []
     return {
       overhead,
       redisVersion,

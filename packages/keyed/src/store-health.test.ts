@@ -129,6 +129,33 @@ describe('StoreHealth with a probe', () => {
     expect(events.map((e) => e.event)).toEqual(['failure', 'recovery'])
   })
 
+  it('keeps a suspect shard in use while its probe runs; a failed probe takes it out', async () => {
+    let answering = true
+    let probes = 0
+    const { health: h, failures } = health({
+      probe: async () => {
+        probes++
+        if (!answering) throw failure
+      },
+    })
+    h.suspect('a', 'k', failure, h.episode)
+    h.suspect('a', 'k', failure, h.episode)
+    expect([h.status, h.outOfUse('a')]).toEqual(['up', false])
+    await vi.advanceTimersByTimeAsync(0)
+    expect([probes, h.status, failures.length]).toEqual([1, 'up', 0])
+    answering = false
+    h.suspect('a', 'k', failure, h.episode)
+    await vi.advanceTimersByTimeAsync(0)
+    // The suspect's probe failed, then the shard's own probe: an outage, reported once.
+    expect([probes, h.status, failures]).toEqual([3, 'down', [failure]])
+  })
+
+  it('treats a suspect as a failure without probes (nothing can tell)', () => {
+    const { health: h, failures } = health()
+    h.suspect('a', 'k', failure, h.episode)
+    expect([h.status, failures]).toEqual(['down', [failure]])
+  })
+
   it('stops probing once the store is closed for good', async () => {
     let probes = 0
     const { health: h } = health({

@@ -84,6 +84,8 @@ interface ShardState<E> {
 export class StoreHealth<Shard, E extends StoreFailure> {
   readonly #options: StoreHealthOptions<Shard, E>
   readonly #down = new Map<Shard, ShardState<E>>()
+  /** Shards a probe is checking after a failure that may have been the call's own (see {@link suspect}). */
+  readonly #suspects = new Set<Shard>()
   #confirmed = 0
   /** Bumped whenever a shard comes back. */
   episode = 0
@@ -128,6 +130,29 @@ export class StoreHealth<Shard, E extends StoreFailure> {
     this.#down.set(shard, state)
     if (this.#options.probe === undefined) this.#confirm(state)
     else this.#probe(shard, state)
+  }
+
+  /**
+   * Reports a failure that may be the call's own rather than the shard's (a Redis Cluster
+   * call over several keys that timed out while the client still retried its TRYAGAIN):
+   * the shard stays in use, and is taken out of it only if a probe fails too. Without
+   * `probe`, nothing can tell, and this is {@link fail}.
+   */
+  suspect(shard: Shard, key: string, error: E, since: number): void {
+    const probe = this.#options.probe
+    if (probe === undefined) {
+      this.fail(shard, key, error, since)
+      return
+    }
+    if (since !== this.episode || this.#down.has(shard) || this.#suspects.has(shard)) return
+    this.#suspects.add(shard)
+    probe(shard, key).then(
+      () => this.#suspects.delete(shard),
+      () => {
+        this.#suspects.delete(shard)
+        this.fail(shard, key, error, this.episode)
+      },
+    )
   }
 
   /** Reports a call on `shard` that answered: a down shard is back. */

@@ -35,7 +35,7 @@ interface IoRedisCluster {
   readonly isCluster: true
   /** Per slot, the node keys (`host:port`) serving it, master first. */
   readonly slots: readonly (readonly string[] | undefined)[]
-  nodes(role: 'master'): RedisClient[]
+  nodes(role: 'master'): (RedisClient & { readonly options?: { host?: string; port?: number } })[]
   refreshSlotsCache?(): void
 }
 
@@ -60,6 +60,12 @@ export interface Topology {
   /** A `SendCommand` for each master (the client itself off a Cluster): what `resetAll` scans. */
   masters(): SendCommand[]
   /**
+   * The masters that may hold `key`: on a Cluster, the one serving its slot (every master
+   * while the slot table does not name a known node); the client itself off a Cluster.
+   * What `reset` of one key scans.
+   */
+  mastersOf(key: string): SendCommand[]
+  /**
    * Asks the client to read the cluster's slots again. A hung master answers nothing, so
    * nothing tells ioredis its replica was promoted (it reads the slots every 5 s, or on a
    * MOVED): a probe that failed asks for it.
@@ -76,11 +82,24 @@ const ONE_SHARD = 'redis'
 export function topologyOf(client: RedisClient, send: SendCommand): Topology {
   const cluster = asIoRedisCluster(client)
   if (cluster === undefined) {
-    return { shardOf: () => ONE_SHARD, masters: () => [send], refresh: () => {} }
+    return {
+      shardOf: () => ONE_SHARD,
+      masters: () => [send],
+      mastersOf: () => [send],
+      refresh: () => {},
+    }
   }
   return {
     shardOf: (key) => cluster.slots[hashSlot(key)]?.[0] ?? ONE_SHARD,
     masters: () => cluster.nodes('master').map((node) => toSendCommand(node)),
+    mastersOf: (key) => {
+      const masters = cluster.nodes('master')
+      const serving = cluster.slots[hashSlot(key)]?.[0]
+      const owner = masters.find(
+        ({ options }) => options !== undefined && `${options.host}:${options.port}` === serving,
+      )
+      return (owner === undefined ? masters : [owner]).map((node) => toSendCommand(node))
+    },
     refresh: () => cluster.refreshSlotsCache?.(),
   }
 }

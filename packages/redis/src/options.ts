@@ -1,42 +1,35 @@
 import type { Clock, Duration } from '@sluice/core'
+import { rangeError, readClock, readOptions, typeError } from '@sluice/core/validation'
 import {
-  describe,
-  rangeError,
-  readClock,
-  readFunction,
-  readOneOf,
-  readOptions,
-  readPositiveDuration,
-  typeError,
-} from '@sluice/core/validation'
-import type { Store } from '@sluice/keyed'
-import { warnIfBareMilliseconds } from '@sluice/keyed/store'
+  type OnError,
+  REMOTE_STORE_OPTIONS,
+  type RemoteStoreOptions,
+  type RemoteStoreSettings,
+  readRemoteStoreOptions,
+} from '@sluice/keyed/store'
 import { type RedisClient, type SendCommand, toSendCommand } from './client'
 import { disconnectedError, isStandaloneIoRedis, type RedisStoreError } from './errors'
 
 export const FACTORY = 'redisStore'
 
-/**
- * What the store answers while Redis is unreachable: `'deny'` fails closed, `'allow'`
- * fails open, `'local'` keeps limiting per process.
- *
- * @example
- * ```ts
- * const onError: OnError = process.env.NODE_ENV === 'production' ? 'local' : 'deny'
- * ```
- */
-export type OnError = 'deny' | 'allow' | 'local'
+export type { OnError }
 
 /**
- * Options of {@link redisStore}. Unknown names are refused (with a "did you mean"), and
- * every value is checked when the store is made.
+ * Options of {@link redisStore}: the options every remote store takes (`timeout`,
+ * `onError`, `onFailure`, `onRecovery`, `leaseTtl`, `probeInterval`, `local`, read by
+ * `@sluice/keyed`'s one reader), and Redis's own. Unknown names are refused (with a "did
+ * you mean"), and every value is checked when the store is made. An outage is reported
+ * by `onFailure` (default: a `SluiceWarning` with code `ERR_SLUICE_REDIS_DOWN`), its end
+ * by `onRecovery` (`ERR_SLUICE_REDIS_RECOVERED`); while Redis fails, a background probe
+ * (a command routed by a key that failed) checks every `probeInterval` whether it is back,
+ * with or without traffic.
  *
  * @example
  * ```ts
  * const options: RedisStoreOptions = { client: new Redis(), timeout: '250ms', onError: 'local' }
  * ```
  */
-export interface RedisStoreOptions {
+export interface RedisStoreOptions extends RemoteStoreOptions<RedisStoreError> {
   /** An ioredis client (standalone or Cluster), a node-redis v4+ client, or a `sendCommand` function. */
   client: RedisClient
   /** Prepended to every key. Must not contain `{` or `}` (they would break the hash tag). Default `'sluice:'`. */
@@ -54,30 +47,6 @@ export interface RedisStoreOptions {
    */
   onError?: OnError
   /**
-   * Called once when Redis starts failing (an outage, not once per request). Default: a
-   * `SluiceWarning` with code `ERR_SLUICE_REDIS_DOWN` (`process.emitWarning`).
-   */
-  onFailure?: (error: RedisStoreError) => void
-  /**
-   * Called once when Redis answers again after an outage. Default: a `SluiceWarning` with
-   * code `ERR_SLUICE_REDIS_RECOVERED`.
-   */
-  onRecovery?: () => void
-  /**
-   * Longest a concurrency slot is held: a slot whose release never reaches Redis (the
-   * process crashed, or lost its connection without closing it) is freed this long
-   * after it was taken. Make it longer than your slowest request: a request running
-   * longer loses its slot to the next caller. Default `'1m'`.
-   */
-  leaseTtl?: Duration
-  /**
-   * While Redis fails, how often a background probe (a command routed by a key that
-   * failed) checks whether it is back, with or without traffic. Default `'1s'`.
-   */
-  probeInterval?: Duration
-  /** The store that answers with `onError: 'local'`. Default: `memoryStore()`. */
-  local?: Store
-  /**
    * For tests only: the time the scripts decide on, read at each call and sent with it,
    * so a test can move time (a `ManualClock`) and check exact numbers. Keys then get no
    * expiry (Redis's expiry runs on its own clock). Default: Redis's own clock (`TIME`),
@@ -86,20 +55,7 @@ export interface RedisStoreOptions {
   clock?: Clock
 }
 
-const ON_ERROR: readonly OnError[] = ['deny', 'allow', 'local']
-
-const OPTIONS = [
-  'client',
-  'prefix',
-  'timeout',
-  'onError',
-  'onFailure',
-  'onRecovery',
-  'leaseTtl',
-  'probeInterval',
-  'local',
-  'clock',
-]
+const OPTIONS = ['client', 'prefix', 'clock', ...REMOTE_STORE_OPTIONS]
 
 /**
  * Names that mean "connect for me" (an address, or another library's client option): the
@@ -117,22 +73,13 @@ const HINTS: Readonly<Record<string, string>> = {
   sendCommand: 'use "client": it takes a sendCommand(args, key) function too',
 }
 
-/** setTimeout fires at once for anything longer (with a TimeoutOverflowWarning). */
-const MAX_TIMER_MS = 2 ** 31 - 1
 const MAX_PREFIX_LENGTH = 256
 
-/** The validated options, durations in milliseconds. */
-export interface StoreSettings {
+/** The validated options: the remote-store settings, and Redis's own. */
+export interface StoreSettings extends RemoteStoreSettings<RedisStoreError> {
   readonly send: SendCommand
   readonly client: RedisClient
   readonly prefix: string
-  readonly timeoutMs: number
-  readonly onError: OnError
-  readonly onFailure: ((error: RedisStoreError) => void) | undefined
-  readonly onRecovery: (() => void) | undefined
-  readonly leaseTtlMs: number
-  readonly probeMs: number
-  readonly local: Store | undefined
   readonly clock: Clock | undefined
 }
 
@@ -143,41 +90,11 @@ export interface StoreSettings {
 export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
   readOptions(FACTORY, options, OPTIONS, HINTS)
   const send = explainDisconnected(toSendCommand(options.client), options.client)
-  const timeoutMs = readTimer('timeout', options.timeout, '500ms')
-  const leaseTtlMs = readTimer('leaseTtl', options.leaseTtl, '1m')
-  if (leaseTtlMs <= timeoutMs) {
-    throw rangeError(
-      FACTORY,
-      'leaseTtl',
-      `must be longer than "timeout" (${timeoutMs} ms), or a slot could expire before its take is answered`,
-      options.leaseTtl ?? '1m',
-    )
-  }
-  const onError = readOneOf<OnError>(FACTORY, 'onError', options.onError, ON_ERROR, 'local')
-  if (options.local !== undefined && onError !== 'local') {
-    throw new TypeError(
-      `${FACTORY}: "local" is only used with onError 'local', got onError ${describe(onError)}`,
-    )
-  }
-  if (options.local !== undefined && !isStore(options.local)) {
-    throw typeError(
-      FACTORY,
-      'local',
-      'must be a store (take, refund, release, get, reset, resetAll)',
-      options.local,
-    )
-  }
   return {
+    ...readRemoteStoreOptions(FACTORY, options, { timeout: '500ms' }),
     send,
     client: options.client,
     prefix: readPrefix(options.prefix),
-    timeoutMs,
-    onError,
-    onFailure: readFunction(FACTORY, 'onFailure', options.onFailure),
-    onRecovery: readFunction(FACTORY, 'onRecovery', options.onRecovery),
-    leaseTtlMs,
-    probeMs: readTimer('probeInterval', options.probeInterval, '1s'),
-    local: options.local,
     clock: options.clock === undefined ? undefined : readClock(FACTORY, 'clock', options.clock),
   }
 }
@@ -192,15 +109,6 @@ function explainDisconnected(send: SendCommand, client: RedisClient): SendComman
     send(args, key).catch((error: unknown) => {
       throw disconnectedError(error, client) ?? error
     })
-}
-
-function readTimer(option: string, value: unknown, fallback: Duration): number {
-  warnIfBareMilliseconds(FACTORY, option, value)
-  const ms = readPositiveDuration(FACTORY, option, value, fallback)
-  if (ms > MAX_TIMER_MS) {
-    throw rangeError(FACTORY, option, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days)`, value)
-  }
-  return ms
 }
 
 function readPrefix(value: unknown): string {
@@ -218,12 +126,4 @@ function readPrefix(value: unknown): string {
     throw rangeError(FACTORY, 'prefix', `must be at most ${MAX_PREFIX_LENGTH} characters`, value)
   }
   return value
-}
-
-function isStore(value: unknown): value is Store {
-  if (typeof value !== 'object' || value === null) return false
-  const store = value as Record<string, unknown>
-  return ['take', 'refund', 'release', 'get', 'reset', 'resetAll'].every(
-    (method) => typeof store[method] === 'function',
-  )
 }

@@ -34,7 +34,7 @@ describe('redisStore options', () => {
     ],
     [
       { local: { take: () => undefined } as never },
-      'redisStore: "local" must be a store (take, refund, release, get, reset, resetAll), got an object',
+      'redisStore: "local" must be a store (take, refund, force, block, release, get, reset, resetAll), got an object',
     ],
     // Issue 11: a misspelt name used to leave its default in force.
     [

@@ -2,18 +2,17 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '@sluice/core'
 import { micros } from '@sluice/core/internal'
 import { rangeError } from '@sluice/core/validation'
-import {
-  type AsyncStore,
-  type Cost,
-  type Lease,
-  memoryStore,
-  type Policy,
-  type PolicyResult,
-  type Store,
-  type TakeBuffer,
-  type TakeResult,
+import type {
+  AsyncStore,
+  Cost,
+  Lease,
+  Policy,
+  PolicyResult,
+  TakeBuffer,
+  TakeResult,
 } from '@sluice/keyed'
-import { checkBlock, checkCost, costAt, emitWarning, storeChannel } from '@sluice/keyed/store'
+import { checkBlock, checkCost, Fallback, StoreHealth } from '@sluice/keyed/store'
+import type { SendCommand } from './client'
 import { hashSlot, type Topology, topologyOf } from './cluster'
 import {
   decodeGeneral,
@@ -28,19 +27,13 @@ import {
 } from './codec'
 import { type Connection, connectionOf } from './connection'
 import { isKeyLevel, isWrongType, type RedisStoreError, toStoreError } from './errors'
-import { Health } from './health'
 import { keyTag } from './keys'
-import {
-  FACTORY,
-  type OnError,
-  type RedisStoreOptions,
-  readStoreSettings,
-  type StoreSettings,
-} from './options'
+import { FACTORY, type RedisStoreOptions, readStoreSettings, type StoreSettings } from './options'
 import { PendingReleases } from './pending-releases'
 import { RedisClock } from './redis-clock'
 import { ScriptRunner } from './script-runner'
 import { GENERAL } from './scripts'
+import { TakeBatch } from './take-batch'
 
 /**
  * A store whose state lives in Redis, shared by every process that uses the same Redis and
@@ -66,9 +59,6 @@ export interface RedisStore extends AsyncStore {
   readonly status: 'up' | 'down'
 }
 
-// Lease ids that never reach Redis: taken from the local fallback, or admitted uncounted.
-const LOCAL = 'local:'
-const UNCOUNTED = 'uncounted:'
 // A take with a lease carries a deadline (on Redis's clock, as estimated) this long past
 // its caller's timeout: a client that replays it later (ioredis Cluster re-sends through
 // a failover) takes nothing. Its lease's release, queued when the call failed, waits
@@ -109,50 +99,55 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 
 class RedisBackedStore implements RedisStore {
   readonly #prefix: string
-  readonly #onError: OnError
-  readonly #local: Store | undefined
-  readonly #probeMs: number
   readonly #leaseTtlMs: number
-  readonly #settings: StoreSettings
+  /** How often releases that wait for Redis are sent again. */
+  readonly #probeMs: number
   readonly #runner: ScriptRunner
+  /** One-policy takes on one key in the same tick, as one call. */
+  readonly #batch: TakeBatch
   readonly #topology: Topology
   readonly #connection: Connection
-  readonly #health: Health
+  /** Per shard: a Cluster master's address, or one name for a standalone Redis. */
+  readonly #health: StoreHealth<string, RedisStoreError>
+  /** What decisions get while their shard is out of use (`onError`). */
+  readonly #fallback: Fallback
   /** A test's clock (the `clock` option), sent with every call; else Redis's own. */
   readonly #testClock: Clock | undefined
   readonly #redisClock = new RedisClock()
   readonly #releases = new PendingReleases()
   readonly #plans = new WeakMap<Policy, PolicyPlan | RangeError | TypeError>()
-  /** Every policy this store has seen, by id: what `reset(key)` without policies forgets. */
-  readonly #seen = new Map<string, PolicyPlan>()
-  readonly #localLeases = new Map<string, Lease>()
   #flushTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(settings: StoreSettings) {
-    this.#settings = settings
     this.#prefix = settings.prefix
-    this.#onError = settings.onError
-    this.#local = settings.onError === 'local' ? (settings.local ?? memoryStore()) : undefined
-    this.#probeMs = settings.probeMs
     this.#leaseTtlMs = settings.leaseTtlMs
+    this.#probeMs = settings.probeMs
     this.#testClock = settings.clock
     this.#connection = connectionOf(settings.client)
     this.#runner = new ScriptRunner(settings.send, settings.timeoutMs, this.#connection)
+    this.#batch = new TakeBatch(this.#runner)
     this.#topology = topologyOf(settings.client, settings.send)
-    this.#health = new Health(
-      {
-        probe: (key) =>
-          this.#runner.call(['EXISTS', key], key).catch((error: unknown) => {
-            this.#topology.refresh()
-            throw error
-          }),
-        live: () => !this.#connection.ended(),
-        down: (error) => this.#reportFailure(error),
-        up: () => this.#reportRecovery(),
-        recovered: () => void this.#flush(),
+    this.#fallback = new Fallback(settings)
+    // A failed shard is probed at once, in the background, with a command routed by the key
+    // that failed: a keyless PING would reach any healthy master of a Cluster and declare
+    // recovery while the failed one is still down.
+    this.#health = new StoreHealth({
+      ...settings, // onError, probeMs, onFailure, onRecovery
+      store: FACTORY,
+      warnings: {
+        down: 'ERR_SLUICE_REDIS_DOWN',
+        until: 'it answers again',
+        recovered: 'ERR_SLUICE_REDIS_RECOVERED',
+        recovery: 'Redis answers again; decisions are back on Redis',
       },
-      settings.probeMs,
-    )
+      probe: (_shard, key) =>
+        this.#runner.call(['EXISTS', key], key).catch((error: unknown) => {
+          this.#topology.refresh()
+          throw error
+        }),
+      live: () => !this.#connection.ended(),
+      recovered: () => void this.#flush(),
+    })
   }
 
   get status(): 'up' | 'down' {
@@ -195,25 +190,22 @@ class RedisBackedStore implements RedisStore {
   ): Promise<TakeResult> {
     const redisKey = keyTag(this.#prefix, key) + plan.suffix
     if (this.#health.anyDown && this.#isDown(redisKey)) {
-      return this.#fallbackTake(key, [plan.policy], cost)
+      return this.#fallback.take(key, [plan.policy], cost)
     }
     const since = this.#health.episode
     let result: PolicyResult
     try {
       const args = singleArgs(plan, redisKey, this.#time(), cost)
-      const reply = await this.#runner.script(
-        plan.single!.script,
-        args,
-        redisKey,
-        performance.now(),
-      )
+      // Batched with this tick's other takes on the key; a retry goes alone.
+      const sender = retried ? this.#runner : this.#batch
+      const reply = await sender.script(plan.single!.script, args, redisKey, performance.now())
       result = decodeSingle(reply, plan)
     } catch (error) {
       if (!retried && isWrongType(error) && (await this.#clear([redisKey]))) {
         return this.#takeOne(key, plan, cost, true)
       }
       this.#failed(error, redisKey, since, false)
-      return this.#fallbackTake(key, [plan.policy], cost)
+      return this.#fallback.take(key, [plan.policy], cost)
     }
     return { allowed: result.allowed, results: [result] }
   }
@@ -228,7 +220,7 @@ class RedisBackedStore implements RedisStore {
     const tag = keyTag(this.#prefix, key)
     const keys = generalKeys(tag, plans)
     if (this.#health.anyDown && this.#isDown(keys[0]!)) {
-      return this.#fallbackTake(key, policiesOf(plans), cost)
+      return this.#fallback.take(key, policiesOf(plans), cost)
     }
     const leases = plans.filter((plan, i) => plan.concurrency && costs[i]! > 0)
     const leaseId = leases.length === 0 ? '' : randomUUID()
@@ -263,7 +255,7 @@ class RedisBackedStore implements RedisStore {
         return this.#takeMany(key, plans, costs, cost, true)
       }
       this.#failed(error, keys[0]!, since, keys.length > 1)
-      return this.#fallbackTake(key, policiesOf(plans), cost)
+      return this.#fallback.take(key, policiesOf(plans), cost)
     }
     this.#redisClock.sample(reply.now, sentAt, performance.now())
     // Past the deadline by Redis's clock, though this caller is still waiting: the
@@ -281,18 +273,9 @@ class RedisBackedStore implements RedisStore {
     checkCost('redisStore.refund', cost, policies.length)
     if (policies.length === 0) return
     const plans = this.#plansOf(policies)
-    // Receipts of takes the local store answered are negative (see #fallbackTake).
-    if (receipts?.some((receipt) => receipt !== undefined && receipt < 0)) {
-      await this.#local?.refund(key, policies, cost, receipts.map(fromLocalReceipt))
-      return
-    }
     const keys = generalKeys(keyTag(this.#prefix, key), plans)
-    if (this.#health.anyDown && this.#isDown(keys[0]!)) {
-      // Permits taken in Redis cannot be given back while it is away. Without receipts they
-      // were most likely taken where the store answers now.
-      if (receipts === undefined) await this.#local?.refund(key, policies, cost)
-      return
-    }
+    const outOfUse = () => this.#health.anyDown && this.#isDown(keys[0]!)
+    if (await this.#fallback.refund(key, policies, cost, receipts, outOfUse)) return
     const extra = plans.map((_, i) => {
       const receipt = receipts?.[i]
       return receipt === undefined ? '' : String(receipt)
@@ -318,15 +301,14 @@ class RedisBackedStore implements RedisStore {
         return decodeGeneral(reply, plans, costs, '').results
       } catch {}
     }
-    if (this.#local !== undefined) return this.#local.force(key, policies, cost)
-    return policies.map((policy) => this.#substitute(policy, this.#onError === 'allow', 1))
+    return this.#fallback.force(key, policies, cost)
   }
 
   async block(key: string, policies: readonly Policy[], ms: number): Promise<void> {
     checkBlock('redisStore.block', ms)
     if (policies.length === 0) return
     const plans = this.#plansOf(policies)
-    await this.#local?.block(key, policies, ms)
+    await this.#fallback.block(key, policies, ms)
     const keys = generalKeys(keyTag(this.#prefix, key), plans)
     const call: GeneralCall = { op: 'block', time: this.#time(), extra: [String(ms)] }
     try {
@@ -338,14 +320,7 @@ class RedisBackedStore implements RedisStore {
   }
 
   async release(key: string, policy: Policy, lease: Lease): Promise<void> {
-    if (lease.id.startsWith(UNCOUNTED)) return
-    if (lease.id.startsWith(LOCAL)) {
-      const inner = this.#localLeases.get(lease.id)
-      if (inner === undefined) return
-      this.#localLeases.delete(lease.id)
-      await this.#local?.release(key, policy, inner)
-      return
-    }
+    if (await this.#fallback.release(key, policy, lease)) return
     const redisKey = keyTag(this.#prefix, key) + this.#plan(policy).suffix
     const member = leaseMember(lease)
     if (this.#health.anyDown && this.#isDown(redisKey)) {
@@ -376,8 +351,7 @@ class RedisBackedStore implements RedisStore {
         return decodeGeneral(reply, plans, costs, '').results
       } catch {}
     }
-    if (this.#local !== undefined) return this.#local.get(key, policies)
-    return policies.map((policy) => this.#substitute(policy, this.#onError === 'allow', 1))
+    return this.#fallback.get(key, policies)
   }
 
   /**
@@ -400,50 +374,73 @@ class RedisBackedStore implements RedisStore {
     }
   }
 
+  /**
+   * Forgets `key` under `policies` (one DEL), or, without policies, under every policy any
+   * process ever counted it by: the keys of its tag, found with `SCAN` on the master that
+   * serves its slot. No table of policies is kept for it (issue 24 item 5: a limit derived
+   * from client input would grow one without bound).
+   */
   async reset(key: string, policies?: readonly Policy[]): Promise<void> {
-    const plans = policies === undefined ? [...this.#seen.values()] : this.#plansOf(policies)
-    await this.#local?.reset(key, policies)
-    if (plans.length === 0) return
-    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    const plans = policies === undefined ? undefined : this.#plansOf(policies)
+    await this.#fallback.reset(key, policies)
+    if (plans?.length === 0) return
+    const tag = keyTag(this.#prefix, key)
     const since = this.#health.episode
     try {
-      await this.#runner.call(['DEL', ...keys], keys[0])
+      if (plans !== undefined) {
+        const keys = generalKeys(tag, plans)
+        await this.#runner.call(['DEL', ...keys], keys[0])
+      } else {
+        // Every key of the tag, and none of another tag: the escaped key holds no `}`.
+        // Few keys match: large batches, fewer round trips (about 1 ms of Redis each).
+        const pattern = `${globEscape(tag)}*`
+        await this.#unlinkMatching(pattern, this.#topology.mastersOf(tag), 10_000)
+      }
     } catch (error) {
-      this.#failed(error, keys[0]!, since, keys.length > 1)
+      this.#failed(error, tag, since, plans === undefined || plans.length > 1)
       throw toStoreError(error)
     }
   }
 
   async resetAll(): Promise<void> {
-    await this.#local?.resetAll()
-    this.#localLeases.clear()
+    await this.#fallback.resetAll()
     this.#releases.clear()
-    // `prefix{`: every key of this store, and none of a store whose prefix extends this one.
-    const pattern = `${this.#prefix.replace(/[*?[\]\\]/g, '\\$&')}{*`
-    const masters = this.#topology.masters()
-    const clustered = masters.length > 1
     try {
-      await Promise.all(
-        masters.map(async (send) => {
-          const node = new ScriptRunner(send, this.#runner.timeoutMs, this.#connection)
-          let cursor = '0'
-          do {
-            const reply = (await node.call(
-              ['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000'],
-              undefined,
-            )) as [string, string[]]
-            cursor = String(reply[0])
-            const keys = reply[1]
-            if (keys.length === 0) continue
-            // A Cluster refuses a multi-key command across slots: one UNLINK per slot.
-            const batches = clustered ? groupBy(keys, hashSlot) : [keys]
-            await Promise.all(batches.map((batch) => node.call(['UNLINK', ...batch], batch[0])))
-          } while (cursor !== '0')
-        }),
-      )
+      // `prefix{`: every key of this store, and none of a store whose prefix extends this one.
+      await this.#unlinkMatching(`${globEscape(this.#prefix)}{*`, this.#topology.masters(), 1_000)
     } catch (error) {
       throw toStoreError(error)
     }
+  }
+
+  /**
+   * Unlinks every key matching `pattern` on `masters`: `SCAN` of `count` keys a call
+   * (never `KEYS`, which blocks Redis for the whole keyspace), each bounded by `timeout`.
+   */
+  async #unlinkMatching(
+    pattern: string,
+    masters: readonly SendCommand[],
+    count: number,
+  ): Promise<void> {
+    const clustered = this.#topology.masters().length > 1
+    await Promise.all(
+      masters.map(async (send) => {
+        const node = new ScriptRunner(send, this.#runner.timeoutMs, this.#connection)
+        let cursor = '0'
+        do {
+          const reply = (await node.call(
+            ['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(count)],
+            undefined,
+          )) as [string, string[]]
+          cursor = String(reply[0])
+          const keys = reply[1]
+          if (keys.length === 0) continue
+          // A Cluster refuses a multi-key command across slots: one UNLINK per slot.
+          const batches = clustered ? groupBy(keys, hashSlot) : [keys]
+          await Promise.all(batches.map((batch) => node.call(['UNLINK', ...batch], batch[0])))
+        } while (cursor !== '0')
+      }),
+    )
   }
 
   #plan(policy: Policy): PolicyPlan {
@@ -451,7 +448,6 @@ class RedisBackedStore implements RedisStore {
     if (plan === undefined) {
       try {
         plan = planPolicy(policy, this.#leaseTtlMs)
-        this.#seen.set(policy.id, plan)
       } catch (error) {
         if (!(error instanceof RangeError || error instanceof TypeError)) throw error
         plan = error
@@ -482,7 +478,7 @@ class RedisBackedStore implements RedisStore {
   }
 
   #isDown(redisKey: string): boolean {
-    return this.#health.isDown(this.#topology.shardOf(redisKey))
+    return this.#health.outOfUse(this.#topology.shardOf(redisKey))
   }
 
   /** A failed call on `redisKey` (and other keys when `multiKey`) that started in episode `since`. */
@@ -528,56 +524,6 @@ class RedisBackedStore implements RedisStore {
     }
   }
 
-  async #fallbackTake(key: string, policies: readonly Policy[], cost: Cost): Promise<TakeResult> {
-    const local = this.#local
-    if (local === undefined) {
-      const allowed = this.#onError === 'allow'
-      return {
-        allowed,
-        results: policies.map((policy, i) => this.#substitute(policy, allowed, costAt(cost, i))),
-      }
-    }
-    const taken = await local.take(key, policies, cost)
-    return {
-      allowed: taken.allowed,
-      results: taken.results.map((result) => {
-        if (result.lease !== undefined) {
-          const id = `${LOCAL}${randomUUID()}`
-          this.#localLeases.set(id, result.lease)
-          return { ...result, lease: { id, permits: result.lease.permits } }
-        }
-        // Negative, so a refund can tell a local receipt from a Redis one (never negative).
-        if (result.receipt !== undefined) return { ...result, receipt: -1 - result.receipt }
-        return result
-      }),
-    }
-  }
-
-  #substitute(policy: Policy, allowed: boolean, cost: number): PolicyResult {
-    const probeMs = this.#probeMs
-    if (!allowed) {
-      return {
-        policy,
-        allowed,
-        limit: policy.limit,
-        remaining: 0,
-        resetMs: probeMs,
-        retryAfterMs: probeMs,
-      }
-    }
-    const result = {
-      policy,
-      allowed,
-      limit: policy.limit,
-      remaining: policy.limit,
-      resetMs: 0,
-      retryAfterMs: 0,
-    }
-    return policy.spec.algorithm === 'concurrency'
-      ? { ...result, lease: { id: `${UNCOUNTED}${randomUUID()}`, permits: cost } }
-      : result
-  }
-
   #scheduleFlush(): void {
     if (this.#flushTimer !== undefined || this.#releases.size === 0) return
     this.#flushTimer = setTimeout(() => {
@@ -595,46 +541,15 @@ class RedisBackedStore implements RedisStore {
     )
     if (!this.#connection.ended()) this.#scheduleFlush()
   }
-
-  #reportFailure(error: RedisStoreError): void {
-    const hook = this.#settings.onFailure
-    safely(() => {
-      if (hook !== undefined) hook(error)
-      else
-        emitWarning(
-          FACTORY,
-          'ERR_SLUICE_REDIS_DOWN',
-          `${error.message.replace(/^redisStore: /, '')} (${error.code}); answering with onError '${this.#onError}' until it answers again`,
-          true,
-        )
-    })
-    if (storeChannel.hasSubscribers) {
-      storeChannel.publish({ event: 'failure', store: FACTORY, error })
-    }
-  }
-
-  #reportRecovery(): void {
-    const hook = this.#settings.onRecovery
-    safely(() => {
-      if (hook !== undefined) hook()
-      else
-        emitWarning(
-          FACTORY,
-          'ERR_SLUICE_REDIS_RECOVERED',
-          'Redis answers again; decisions are back on Redis',
-          true,
-        )
-    })
-    if (storeChannel.hasSubscribers) storeChannel.publish({ event: 'recovery', store: FACTORY })
-  }
 }
 
 function policiesOf(plans: readonly PolicyPlan[]): Policy[] {
   return plans.map((plan) => plan.policy)
 }
 
-function fromLocalReceipt(receipt: number | undefined): number | undefined {
-  return receipt === undefined ? undefined : -1 - receipt
+/** `text` matched literally in a `SCAN MATCH` pattern. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&')
 }
 
 /** One cost per policy. */
@@ -650,11 +565,4 @@ function groupBy<T>(items: readonly T[], by: (item: T) => unknown): T[][] {
     else group.push(item)
   }
   return [...groups.values()]
-}
-
-// A throwing hook must not turn a decision into an error.
-function safely(hook: () => void): void {
-  try {
-    hook()
-  } catch {}
 }
