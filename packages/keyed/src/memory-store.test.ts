@@ -9,6 +9,7 @@ import { runStoreModel } from './testing/store-model'
 const contractClock = new ManualClock()
 runStoreContract('memoryStore', () => memoryStore({ clock: contractClock }), {
   advance: (ms) => contractClock.advance(ms),
+  carries: true,
 })
 
 const modelClock = new ManualClock(123_456.789)
@@ -133,15 +134,17 @@ describe('memoryStore', () => {
     expect(store.inFlight).toBe(0)
   })
 
-  it('keeps two different policies under one name apart, and shares a budget under one spec', () => {
-    const store = memoryStore()
-    const tight = policyOf({ name: 'api', limit: 1, window: '1m' })
-    const loose = policyOf({ name: 'api', limit: 5, window: '1m' })
-    const twin = policyOf({ name: 'api', limit: 1, window: '1m' })
+  it("carries a name's state to another spec of it, and shares a budget under one spec", () => {
+    const store = memoryStore({ clock: new ManualClock() })
+    const tight = policyOf({ name: 'api', limit: 2, window: '1m' })
+    const loose = policyOf({ name: 'api', limit: 10, window: '1m' })
+    const twin = policyOf({ name: 'api', limit: 2, window: '1m' })
     expect(store.take('k', [tight], 1).allowed).toBe(true)
-    expect(store.take('k', [twin], 1).allowed).toBe(false)
+    expect(store.take('k', [twin], 1).results[0]?.remaining).toBe(0)
+    expect(store.take('k', [tight], 1).allowed).toBe(false)
     // Issue 10: this answered 500 on every request, after the first policy took a permit.
-    expect(store.take('k', [loose], 1).results[0]?.remaining).toBe(4)
+    // Proportional: all of 2 used is all of 10 used, not a fresh budget of 10.
+    expect(store.take('k', [loose], 1).allowed).toBe(false)
   })
 
   it('validates its options', () => {
