@@ -41,6 +41,7 @@ export {
   type PolicyOptions,
   policyName,
   type RateAlgorithm,
+  withCarry,
 } from './policy'
 export { longestWait, primaryIndex } from './primary'
 export {
