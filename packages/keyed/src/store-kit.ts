@@ -58,6 +58,7 @@ export { type StoreFailure, StoreHealth, type StoreHealthOptions } from './store
 export { fromWire, toWire, type WireResult, type WireTake, withPolicies } from './stored-results'
 export {
   type RateRecord,
+  recordPolicy,
   type SlotsRecord,
   type StoredChange,
   type StoredLease,
