@@ -253,6 +253,7 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   const operation = (op: Operation) => JSON.stringify(op)
 
   return {
+    carries: true,
     get status() {
       return health.status
     },

@@ -215,6 +215,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   }
 
   return {
+    carries: true,
     async take(key, policies, cost) {
       checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }

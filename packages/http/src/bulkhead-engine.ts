@@ -32,6 +32,7 @@ import {
   adaptiveChannel,
   type BulkheadEvent,
   bulkheadChannel,
+  checkCarries,
   claimPolicies,
   concurrencyPolicy,
   isPromiseLike,
@@ -273,6 +274,7 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
   reconfigure(options: { max: number; name?: string }, how?: ReconfigureOptions): void {
     const method = `${this.factory}.reconfigure`
     readCarry(method, how)
+    if (this.adaptive === undefined) checkCarries(this.store, method)
     const given = readOptions(method, options, ['max', 'name'], {
       ...HINTS,
       maxQueue: 'only "max" changes in reconfigure: build a new middleware for the rest',

@@ -11,6 +11,7 @@ import {
 } from '@sluice/core/validation'
 import type { Cost, Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
 import {
+  checkCarries,
   claimPolicies,
   costAt,
   emitWarning,
@@ -322,6 +323,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   reconfigure(options: ReconfigurableOptions<Req>, how?: ReconfigureOptions): void {
     const method = `${this.factory}.reconfigure`
     const carry = readCarry(method, how)
+    checkCarries(this.store, method)
     const given = readOptions(
       method,
       options,

@@ -13,6 +13,7 @@ import { storedKey } from './key'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import { type MemoryStore, memoryStore } from './memory-store'
 import {
+  checkCarries,
   claimPolicies,
   compilePolicy,
   compilePolicyList,
@@ -280,6 +281,7 @@ class Keyed implements KeyedLimiter<Store> {
   reconfigure(options: KeyedPolicyOptions, how?: ReconfigureOptions): void {
     const method = `${FACTORY}.reconfigure`
     const carry = readCarry(method, how)
+    checkCarries(this.store, method)
     const given = readOptions(method, options, RECONFIGURE_OPTIONS, {
       ...HINTS,
       store: 'the store cannot change: make a new limiter',

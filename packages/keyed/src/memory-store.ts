@@ -615,6 +615,7 @@ function answer(
 }
 
 class InMemoryStore implements MemoryStore {
+  readonly carries = true
   readonly #clock: Clock
   readonly #maxKeys: number
   /** Time-based and concurrency tables apart: each kind keeps its own state per key. */

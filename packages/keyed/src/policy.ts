@@ -350,6 +350,22 @@ function describePolicy(policy: Policy): string {
 const claims = new WeakMap<object, Map<string, { policy: Policy; owner: string }>>()
 
 /**
+ * Refuses a reconfiguration on a store that keeps each spec's state apart: there a new
+ * spec would start every key afresh, the reset reconfiguring exists to avoid.
+ *
+ * @example
+ * ```ts
+ * checkCarries(store, 'keyedLimiter.reconfigure')
+ * ```
+ */
+export function checkCarries(store: Store, method: string): void {
+  if (store.carries === true) return
+  throw new TypeError(
+    `${method}: this store keeps each spec's state apart (by name and spec) and cannot carry it over to a new spec, so reconfiguring would start every key afresh; use a store that carries state (memory, Durable Objects, Deno KV) or build a new limiter under another name`,
+  )
+}
+
+/**
  * Records that a middleware uses `policies` on `store`, refusing a policy whose name is
  * already taken on that store by one of another algorithm: a name's state means one thing
  * (a window's counts are no bucket's level), and headers would show one name for two
@@ -371,6 +387,11 @@ export function claimPolicies(store: Store, policies: readonly Policy[], factory
   for (const policy of policies) {
     const claim = names.get(policy.name)
     if (claim === undefined) continue
+    if (store.carries !== true && claim.policy.id !== policy.id) {
+      throw new TypeError(
+        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store; give one of them another name (this store keeps each spec's state apart, so one name would show two budgets)`,
+      )
+    }
     if (claim.policy.state !== policy.state) {
       throw new TypeError(
         `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store, of another algorithm; give one of them another name (a spec of the same algorithm would carry the state over)`,

@@ -342,3 +342,28 @@ describe('keyedLimiter.reconfigure on a memory store', () => {
     )
   })
 })
+
+describe('on a store that keeps each spec apart (no `carries`)', () => {
+  /** A memory store that says it cannot carry, as a per-spec remote store does. */
+  const perSpec = () => {
+    const store = memoryStore()
+    Object.defineProperty(store, 'carries', { value: false })
+    return store
+  }
+
+  it('refuses reconfigure (it would reset every key), the old spec left working', () => {
+    const limiter = keyedLimiter({ name: 'api', limit: 2, store: perSpec() })
+    expect(() => limiter.reconfigure({ limit: 5 })).toThrow(
+      /^keyedLimiter\.reconfigure: this store keeps each spec's state apart .* reconfiguring would start every key afresh/,
+    )
+    expect(limiter.policies[0]?.limit).toBe(2)
+  })
+
+  it('still refuses one name for two specs at construction', () => {
+    const store = perSpec()
+    keyedLimiter({ name: 'api', limit: 2, store })
+    expect(() => keyedLimiter({ name: 'api', limit: 5, store })).toThrow(
+      /shares its name with policy "api" \(sliding-window 2 per 1m\) of an earlier keyedLimiter on the same store; give one of them another name \(this store keeps each spec's state apart/,
+    )
+  })
+})

@@ -27,6 +27,7 @@ export { boundedKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
+  checkCarries,
   claimPolicies,
   compilePolicy,
   compilePolicyList,

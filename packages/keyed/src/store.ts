@@ -128,6 +128,14 @@ export interface TakeBuffer {
  */
 export interface Store {
   /**
+   * True for a store that keeps a policy's state by name (`Policy.state`) and carries it
+   * over to a changed spec of the same algorithm on the next touch (memory, Durable
+   * Objects, Deno KV). A store without it keeps each spec's state apart (`Policy.id`): one
+   * name may then stand for one spec only, and `reconfigure` is refused (a new spec would
+   * start every key afresh).
+   */
+  readonly carries?: boolean
+  /**
    * Takes `cost` permits for `key` from every policy, atomically: if any policy refuses,
    * nothing is taken from any of them. A policy with a penalty counts the refusal and may
    * start a block; a blocked key is refused by that policy until the block ends. With

@@ -34,6 +34,7 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
       limit: (policies[i] as { limit: number }).limit,
     }))
   return {
+    carries: true,
     records,
     take(key, policies, cost) {
       const s = state(key, policies)
