@@ -372,3 +372,19 @@ describe('memoryStore: keys are bounded at the store (issue 24)', () => {
     expect(store.get(long, [p])[0]?.remaining).toBe(2)
   })
 })
+
+describe('memoryStore: many specs under one name', () => {
+  it('a spec beyond the sixteen kept carries the least recently used spec’s keys over first', () => {
+    const store = memoryStore({ clock: new ManualClock() })
+    const spec = (limit: number) =>
+      policyOf({ name: 'api', algorithm: 'fixed-window', limit, window: '1m' })
+    store.take('a', [spec(10)], 5)
+    // Fifteen more specs touch another key: "a" stays written under the first one.
+    for (let limit = 101; limit <= 115; limit++) store.take('b', [spec(limit)], 1)
+    // The seventeenth takes over the first spec's kernel: "a" (5 of 10 used, 58 of 116
+    // left) is carried into it before it goes.
+    store.take('b', [spec(116)], 1)
+    // 58 of 116 left is 10 of 20: the state survived, nothing was reset.
+    expect(store.get('a', [spec(20)])[0]?.remaining).toBe(10)
+  })
+})
