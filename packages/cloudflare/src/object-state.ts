@@ -1,5 +1,11 @@
 import type { Clock } from '@sluice/core'
-import { type StoredRecord, StoredState, toWire, type WireTake } from '@sluice/keyed/store'
+import {
+  recordPolicy,
+  type StoredRecord,
+  StoredState,
+  toWire,
+  type WireTake,
+} from '@sluice/keyed/store'
 import type { Operation, WirePolicy } from './protocol'
 
 /**
@@ -105,7 +111,9 @@ export class ObjectState {
   }
 
   async #state(key: string, policies: readonly WirePolicy[]): Promise<StoredState> {
-    const records = await this.#load(policies.map((policy) => recordName(key, policy.id)))
+    const records = await this.#load(
+      policies.map((policy) => recordName(key, recordPolicy(policy))),
+    )
     return new StoredState(policies, records, this.#clock.now())
   }
 
@@ -141,7 +149,7 @@ export class ObjectState {
 
   #save(key: string, policies: readonly WirePolicy[], state: StoredState): void {
     for (const { index, record } of state.changes()) {
-      this.#write(recordName(key, policies[index]!.id), record)
+      this.#write(recordName(key, recordPolicy(policies[index]!)), record)
     }
     this.#trim()
   }

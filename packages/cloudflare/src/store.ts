@@ -9,6 +9,7 @@ import {
   REMOTE_STORE_OPTIONS,
   type RemoteStoreOptions,
   readRemoteStoreOptions,
+  recordPolicy,
   StoreHealth,
 } from '@sluice/keyed/store'
 import type { Operation } from './protocol'
@@ -172,8 +173,8 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
       .map((policy) => {
         let json = wire.get(policy)
         if (json === undefined) {
-          const { id, spec, windowMs, block } = policy
-          json = JSON.stringify({ id, spec, windowMs, block })
+          const { id, state, fingerprint, carry, spec, windowMs, block } = policy
+          json = JSON.stringify({ id, state, fingerprint, carry, spec, windowMs, block })
           wire.set(policy, json)
         }
         return json
@@ -252,6 +253,7 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
   const operation = (op: Operation) => JSON.stringify(op)
 
   return {
+    carries: true,
     get status() {
       return health.status
     },
@@ -327,7 +329,7 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
 
     async reset(key, policies) {
       await fallback.reset(key, policies)
-      const ids = policies?.map((policy) => policy.id)
+      const ids = policies?.map(recordPolicy)
       await call(key, shardOf(key, shards), operation({ op: 'reset', key, policies: ids }))
     },
 

@@ -25,7 +25,7 @@ runStoreContract(
       onError: 'deny',
       onFailure: (error) => failures.push(error),
     }),
-  { advance: (ms) => clock.advance(ms) },
+  { advance: (ms) => clock.advance(ms), carries: true },
 )
 
 runStoreModel(

@@ -42,6 +42,7 @@ function onObjects(prefix: string) {
 
 runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('contract'), {
   advance: (ms) => objects.advance(ms),
+  carries: true,
 })
 
 runStoreModel('durableObjectStore (objects in workerd)', () => onObjects('model'), {

@@ -5,6 +5,7 @@ import {
   checkBlock,
   checkCost,
   readLeaseTtl,
+  recordPolicy,
   type StoredRecord,
   StoredState,
   withPolicies,
@@ -152,7 +153,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     policies: readonly Policy[],
     decide: (state: StoredState) => T,
   ): Promise<T> {
-    const keys = policies.map((policy) => keyOf(key, policy.id))
+    const keys = policies.map((policy) => keyOf(key, recordPolicy(policy)))
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (attempt > 0) await backOff(attempt)
       try {
@@ -214,6 +215,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   }
 
   return {
+    carries: true,
     async take(key, policies, cost) {
       checkCost(`${FACTORY}.take`, cost, policies.length)
       if (policies.length === 0) return { allowed: true, results: [] }
@@ -260,7 +262,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
         return
       }
       let operation = kv.atomic()
-      for (const policy of policies) operation = operation.delete(keyOf(key, policy.id))
+      for (const policy of policies) operation = operation.delete(keyOf(key, recordPolicy(policy)))
       await operation.commit()
     },
 

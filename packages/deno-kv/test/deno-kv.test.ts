@@ -49,4 +49,37 @@ describe('denoKvStore across processes (one KV file)', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it('a rolling deploy (old and new spec of one name) resets no key and admits no more than the larger limit', async () => {
+    const rolling = await bundle(join(here, 'deno/rolling.ts'))
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-kv-'))
+    const take = async (key: string, limit: number, count: number) => {
+      const { exitCode, stdout, stderr } = await execute(binaries.deno, [
+        ...DENO,
+        rolling.file,
+        join(dir, 'kv.db'),
+        key,
+        String(limit),
+        String(count),
+      ])
+      expect(exitCode, stderr).toBe(0)
+      return (JSON.parse(stdout) as { admitted: number }).admitted
+    }
+    try {
+      // One after the other: the old spec (10 an hour) spends the window, the new one (25)
+      // finds it spent (10 of 10 is 25 of 25), and so does the old one again.
+      const flipped = `flipped-${Date.now()}`
+      expect(await take(flipped, 10, 12)).toBe(10)
+      expect(await take(flipped, 25, 30)).toBe(0)
+      expect(await take(flipped, 10, 5)).toBe(0)
+      // At once, racing on one key: never the two budgets (35), never above 25.
+      const raced = `raced-${Date.now()}`
+      const [old, next] = await Promise.all([take(raced, 10, 30), take(raced, 25, 30)])
+      expect(old! + next!).toBeGreaterThanOrEqual(10)
+      expect(old! + next!).toBeLessThanOrEqual(25)
+    } finally {
+      rolling.remove()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

@@ -771,7 +771,7 @@ describe('BulkheadEngine construction', () => {
       () => new BulkheadEngine({ options: { name: 'api', max: 10, store }, request, response }),
     ).toThrow(
       new TypeError(
-        'bulkhead: policy "api" (concurrency 10) shares its name with policy "api" (sliding-window 10 per 1m) of an earlier rateLimit on the same store; give one of them another name',
+        'bulkhead: policy "api" (concurrency 10) shares its name with policy "api" (sliding-window 10 per 1m) of an earlier rateLimit on the same store, of another algorithm; give one of them another name (a spec of the same algorithm would carry the state over)',
       ),
     )
     expect(

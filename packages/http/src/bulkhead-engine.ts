@@ -6,12 +6,14 @@ import type {
   PermitOutcome,
   Priority,
   QueuePolicy,
+  ReconfigureOptions,
 } from '@sluice/core'
 import { RateLimitError } from '@sluice/core'
 import {
   PRIORITY_OPTIONS,
   partitionName,
   type QueueSettings,
+  readCarry,
   readPriority,
   readQueueSettings,
   SlotQueue,
@@ -20,6 +22,7 @@ import {
   readDuration,
   readFunction,
   readNonNegativeInteger,
+  readOptions,
   readPositiveDuration,
   readPositiveInteger,
   typeError,
@@ -29,6 +32,7 @@ import {
   adaptiveChannel,
   type BulkheadEvent,
   bulkheadChannel,
+  checkCarries,
   claimPolicies,
   concurrencyPolicy,
   isPromiseLike,
@@ -252,6 +256,47 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
         })
       }
     })
+  }
+
+  /**
+   * Changes `max` while running (`name` may be given as it is). Raising it serves queued
+   * requests at once; lowering it below the slots held refuses newcomers (they queue, as
+   * when full) until enough are released, and never revokes a held slot. `carry` is
+   * checked, as every `reconfigure` does, though slots have nothing to carry. Refused, the
+   * old `max` left working: an adaptive bulkhead (its limiter moves the limit), a bad
+   * `max`, another option.
+   *
+   * @example
+   * ```ts
+   * pool.reconfigure({ max: 40 })
+   * ```
+   */
+  reconfigure(options: { max: number; name?: string }, how?: ReconfigureOptions): void {
+    const method = `${this.factory}.reconfigure`
+    readCarry(method, how)
+    if (this.adaptive === undefined) checkCarries(this.store, method)
+    const given = readOptions(method, options, ['max', 'name'], {
+      ...HINTS,
+      maxQueue: 'only "max" changes in reconfigure: build a new middleware for the rest',
+    }) as { max?: unknown; name?: unknown }
+    if (this.adaptive !== undefined) {
+      throw new TypeError(
+        `${method}: an adaptive bulkhead's limit is moved by its limiter, not reconfigured`,
+      )
+    }
+    if (given.name !== undefined && given.name !== this.#policy.name) {
+      throw typeError(method, 'name', `cannot change (it is "${this.#policy.name}")`, given.name)
+    }
+    if (given.max === undefined) throw typeError(method, 'max', 'is required', undefined)
+    const max = readPositiveInteger(method, 'max', given.max)
+    const policy = concurrencyPolicy(this.#policy.name, max)
+    claimPolicies(this.store, [policy], method)
+    this.#policy = policy
+    this.#policies = [policy]
+    this.#headers = createHeaderWriter(this.#headerMode, this.#policies, this.factory)
+    this.#partitionHeaders.clear()
+    this.queue.wakeAll()
+    for (const slots of this.#slots.values()) slots.drain()
   }
 
   /** The bulkhead's concurrency policy (for an adaptive one, at its current limit). */
@@ -484,10 +529,9 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
     let slots = this.#slots.get(key)
     if (slots === undefined) {
       const adaptive = this.adaptive
-      const max = this.#policy.limit
       slots = new SlotQueue(
         this.#policy.name,
-        adaptive === undefined ? () => max : () => adaptive.limit,
+        adaptive === undefined ? () => this.#policy.limit : () => adaptive.limit,
         this.clock,
         this.#queueSettings as QueueSettings,
       )

@@ -1,6 +1,7 @@
+import type { ReconfigureOptions } from '@sluice/core'
 import type { MaybePromise, Policy, Store } from '@sluice/keyed/store'
 import type { BulkheadEngine } from './bulkhead-engine'
-import type { KeyState, RateLimitEngine } from './rate-limit-engine'
+import type { KeyState, RateLimitEngine, ReconfigurableOptions } from './rate-limit-engine'
 
 /** What every adapter's `rateLimit()` middleware carries besides being a middleware. */
 export interface RateLimitHandles<Req = never> {
@@ -14,6 +15,13 @@ export interface RateLimitHandles<Req = never> {
   resetKey(key: string): MaybePromise<void>
   /** The exact key this middleware counts `req` under, as `get` and `resetKey` take it. */
   keyFor(req: Req): MaybePromise<string>
+  /**
+   * Changes the limits while running, without resetting anyone: the whole policies as
+   * `rateLimit` takes them; each key's state carries over on its next request, as `carry`
+   * says (default `'proportional'`). Refused (the old limits kept): another algorithm, a
+   * bad spec, an unknown `carry`.
+   */
+  reconfigure(options: ReconfigurableOptions<Req>, how?: ReconfigureOptions): void
 }
 
 /** What every adapter's `bulkhead()` middleware carries besides being a middleware. */
@@ -24,11 +32,16 @@ export interface BulkheadHandles {
   readonly store: Store
   /** Requests waiting for a slot under `key` (default: the global key). */
   queued(key?: string): number
+  /**
+   * Changes `max` while running: raising it serves queued requests; lowering it below the
+   * slots held refuses newcomers until enough are released, never revoking one.
+   */
+  reconfigure(options: { max: number; name?: string }, how?: ReconfigureOptions): void
 }
 
 /**
  * Gives an adapter's middleware its handles on the engine's state, so every adapter's
- * `rateLimit()` answers `policies`, `store`, `get` and `resetKey` alike.
+ * `rateLimit()` answers `policies`, `store`, `get`, `resetKey`, `keyFor` and `reconfigure` alike.
  *
  * @example
  * ```ts
@@ -45,11 +58,17 @@ export function withRateLimitHandles<F extends Function, Req, Res>(
     get: { value: (key: string) => engine.get(key), enumerable: true },
     resetKey: { value: (key: string) => engine.resetKey(key), enumerable: true },
     keyFor: { value: (req: Req) => engine.keyFor(req), enumerable: true },
+    reconfigure: {
+      value: (options: ReconfigurableOptions<Req>, how?: ReconfigureOptions) =>
+        engine.reconfigure(options, how),
+      enumerable: true,
+    },
   }) as F & RateLimitHandles<Req>
 }
 
 /**
- * Gives an adapter's bulkhead middleware its handles: `policies`, `store`, `queued`.
+ * Gives an adapter's bulkhead middleware its handles: `policies`, `store`, `queued`,
+ * `reconfigure`.
  *
  * @example
  * ```ts
@@ -64,6 +83,11 @@ export function withBulkheadHandles<F extends Function, Req, Res>(
     policies: { get: () => engine.policies, enumerable: true },
     store: { value: engine.store, enumerable: true },
     queued: { value: (key?: string) => engine.queued(key), enumerable: true },
+    reconfigure: {
+      value: (options: { max: number; name?: string }, how?: ReconfigureOptions) =>
+        engine.reconfigure(options, how),
+      enumerable: true,
+    },
   }) as F & BulkheadHandles
 }
 

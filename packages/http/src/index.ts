@@ -40,5 +40,10 @@ export type { HeaderMode } from './headers'
 export * as keys from './keys'
 export { addressKey, FALLBACK_KEY, type IpKeyOptions, type KeyExtractor } from './keys'
 export type { PoliciesOptions } from './policy'
-export type { KeyState, RateLimitOptions, WaitingOptions } from './rate-limit-engine'
+export type {
+  KeyState,
+  RateLimitOptions,
+  ReconfigurableOptions,
+  WaitingOptions,
+} from './rate-limit-engine'
 export type { ProxyValidateOption, ProxyWarningCode, ValidateOption } from './validate'

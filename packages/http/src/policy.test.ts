@@ -21,6 +21,9 @@ describe('compilePolicy', () => {
       name: '100-per-1m',
       spec: { algorithm: 'sliding-window', limit: 100, window: 60_000, slots: 10 },
       id: '100-per-1m|sliding-window:100:60000:10',
+      state: '100-per-1m|sliding-window',
+      fingerprint: 'sliding-window:100:60000:10',
+      carry: undefined,
       limit: 100,
       windowMs: 60_000,
       block: undefined,
@@ -37,6 +40,9 @@ describe('compilePolicy', () => {
       name: 'api',
       spec: { algorithm: 'token-bucket', limit: 10, window: 1500, capacity: 20 },
       id: 'api|token-bucket:10:1500:20',
+      state: 'api|token-bucket',
+      fingerprint: 'token-bucket:10:1500:20',
+      carry: undefined,
       limit: 10,
       windowMs: 1500,
       block: undefined,
@@ -198,6 +204,9 @@ describe('concurrencyPolicy', () => {
       name: 'bulkhead',
       spec: { algorithm: 'concurrency', max: 20, maxQueue: 0 },
       id: 'bulkhead|concurrency:20:0',
+      state: 'bulkhead|concurrency',
+      fingerprint: 'concurrency:20:0',
+      carry: undefined,
       limit: 20,
       windowMs: 0,
       block: undefined,
@@ -500,23 +509,35 @@ describe('claimPolicies', () => {
   const api = (limit: number, window: Duration) =>
     compilePolicy({ name: 'api', limit, window }, 'rateLimit')
 
-  it('refuses one name for two specs on one store, naming both', () => {
+  it('refuses one name for two algorithms on one store, naming both', () => {
     const store = memoryStore()
     claimPolicies(store, [api(100, '1m')], 'rateLimit')
-    expect(() => claimPolicies(store, [api(10, '1s')], 'bulkhead')).toThrow(
+    const bucket = compilePolicy(
+      { name: 'api', algorithm: 'token-bucket', limit: 10, window: '1s' },
+      'rateLimit',
+    )
+    expect(() => claimPolicies(store, [bucket], 'bulkhead')).toThrow(
       new TypeError(
-        'bulkhead: policy "api" (sliding-window 10 per 1s) shares its name with policy "api" (sliding-window 100 per 1m) of an earlier rateLimit on the same store; give one of them another name',
+        'bulkhead: policy "api" (token-bucket 10 per 1s) shares its name with policy "api" (sliding-window 100 per 1m) of an earlier rateLimit on the same store, of another algorithm; give one of them another name (a spec of the same algorithm would carry the state over)',
       ),
     )
     expect(() => claimPolicies(store, [concurrencyPolicy('api', 5)], 'bulkhead')).toThrow(
       'bulkhead: policy "api" (concurrency 5) shares its name with policy "api" (sliding-window 100 per 1m)',
     )
+  })
+
+  it('takes another spec of the same algorithm under a name as a reconfiguration: the last one claimed is recorded', () => {
+    const store = memoryStore()
+    claimPolicies(store, [api(100, '1m')], 'rateLimit')
+    expect(() => claimPolicies(store, [api(10, '1s')], 'rateLimit')).not.toThrow()
     const blocked = compilePolicy(
       { name: 'api', limit: 100, window: '1m', block: { for: '5m' } },
       'rateLimit',
     )
-    expect(() => claimPolicies(store, [blocked], 'rateLimit')).toThrow(
-      'rateLimit: policy "api" (sliding-window 100 per 1m, block 5m) shares its name',
+    expect(() => claimPolicies(store, [blocked], 'rateLimit')).not.toThrow()
+    // The message names the spec claimed last.
+    expect(() => claimPolicies(store, [concurrencyPolicy('api', 5)], 'bulkhead')).toThrow(
+      'shares its name with policy "api" (sliding-window 100 per 1m, block 5m) of an earlier rateLimit',
     )
   })
 
@@ -531,9 +552,16 @@ describe('claimPolicies', () => {
     const store = memoryStore()
     claimPolicies(store, [api(100, '1m')], 'rateLimit')
     const web = compilePolicy({ name: 'web', limit: 5, window: '1s' }, 'rateLimit')
-    expect(() => claimPolicies(store, [web, api(10, '1s')], 'rateLimit')).toThrow(TypeError)
-    // 'web' was not recorded by the refused list, so another spec may still take the name.
-    const otherWeb = compilePolicy({ name: 'web', limit: 50, window: '1s' }, 'rateLimit')
+    const bucket = compilePolicy(
+      { name: 'api', algorithm: 'token-bucket', limit: 10, window: '1s' },
+      'rateLimit',
+    )
+    expect(() => claimPolicies(store, [web, bucket], 'rateLimit')).toThrow(TypeError)
+    // 'web' was not recorded by the refused list, so another algorithm may still take the name.
+    const otherWeb = compilePolicy(
+      { name: 'web', algorithm: 'fixed-window', limit: 50, window: '1s' },
+      'rateLimit',
+    )
     expect(() => claimPolicies(store, [otherWeb], 'rateLimit')).not.toThrow()
   })
 })

@@ -1,3 +1,4 @@
+import type { Carry } from '@sluice/core'
 import { typeError } from '@sluice/core/validation'
 import {
   compilePolicy,
@@ -6,6 +7,7 @@ import {
   POLICY_OPTIONS,
   type Policy,
   type PolicyOptions,
+  withCarry,
 } from '@sluice/keyed/store'
 
 /** Middleware options that describe policies: one at the top level, or a list. */
@@ -47,8 +49,13 @@ export class PolicySource<Req = unknown> {
   readonly #byValue = new Map<unknown, readonly Policy[]>()
   readonly #byArray = new WeakMap<object, readonly Policy[]>()
 
-  constructor(options: PoliciesOptions, factory: string) {
+  /**
+   * With `carry`, every policy compiled carries a key's state written under another spec
+   * of its name over that way (a reconfiguration's mode; default `'proportional'`).
+   */
+  constructor(options: PoliciesOptions, factory: string, carry: Carry = 'proportional') {
     const { policies, limit } = options
+    const carried = (list: readonly Policy[]) => list.map((policy) => withCarry(policy, carry))
     if (policies !== undefined) {
       for (const key of POLICY_OPTIONS) {
         const value = (options as Record<string, unknown>)[key]
@@ -64,12 +71,12 @@ export class PolicySource<Req = unknown> {
       if (typeof policies === 'function') {
         this.#pick = policies as (req: Req) => unknown
         this.#compile = (value) =>
-          compilePolicyList(value as readonly PolicyOptions[], factory, 'policies()')
+          carried(compilePolicyList(value as readonly PolicyOptions[], factory, 'policies()'))
         this.fixed = undefined
       } else {
         this.#pick = undefined
         this.#compile = () => []
-        this.fixed = compilePolicyList(policies, factory)
+        this.fixed = carried(compilePolicyList(policies, factory))
       }
     } else if (typeof limit === 'function') {
       const base = { ...options, limit: 1 } as PolicyOptions & { policies?: unknown }
@@ -81,7 +88,7 @@ export class PolicySource<Req = unknown> {
         if (typeof value !== 'number') {
           throw typeError(factory, 'limit', 'must return a positive integer', value)
         }
-        return [compilePolicy({ ...base, limit: value }, factory, '')]
+        return carried([compilePolicy({ ...base, limit: value }, factory, '')])
       }
       this.fixed = undefined
     } else {
@@ -89,7 +96,7 @@ export class PolicySource<Req = unknown> {
       delete single.policies
       this.#pick = undefined
       this.#compile = () => []
-      this.fixed = [compilePolicy(single, factory)]
+      this.fixed = carried([compilePolicy(single, factory)])
     }
     for (const policy of this.fixed ?? []) this.known.set(policy.id, policy)
   }

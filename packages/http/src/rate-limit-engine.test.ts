@@ -932,13 +932,17 @@ describe('RateLimitEngine construction', () => {
     expect(codes()).toEqual(['ERR_SLUICE_CREATED_IN_REQUEST'])
   })
 
-  it('refuses one policy name for two specs on one store, at the second middleware', () => {
+  it('refuses one policy name for two algorithms on one store, at the second middleware', () => {
     const store = memoryStore()
     engine({ name: 'api', limit: 100, window: '1m', store })
     expect(() => engine({ name: 'api', limit: 100, window: '1m', store })).not.toThrow()
-    expect(() => engine({ name: 'api', limit: 10, window: '1s', store })).toThrow(
+    // Another spec of the same algorithm is a reconfiguration (a rolling deploy).
+    expect(() => engine({ name: 'api', limit: 10, window: '1s', store })).not.toThrow()
+    expect(() =>
+      engine({ name: 'api', algorithm: 'fixed-window', limit: 10, window: '1s', store }),
+    ).toThrow(
       new TypeError(
-        'rateLimit: policy "api" (sliding-window 10 per 1s) shares its name with policy "api" (sliding-window 100 per 1m) of an earlier rateLimit on the same store; give one of them another name',
+        'rateLimit: policy "api" (fixed-window 10 per 1s) shares its name with policy "api" (sliding-window 10 per 1s) of an earlier rateLimit on the same store, of another algorithm; give one of them another name (a spec of the same algorithm would carry the state over)',
       ),
     )
   })

@@ -1,4 +1,5 @@
-import type { Duration } from '@sluice/core'
+import type { Duration, ReconfigureOptions } from '@sluice/core'
+import { readCarry } from '@sluice/core/internal'
 import {
   readBoolean,
   readDuration,
@@ -10,6 +11,7 @@ import {
 } from '@sluice/core/validation'
 import type { Cost, Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
 import {
+  checkCarries,
   claimPolicies,
   costAt,
   emitWarning,
@@ -167,6 +169,40 @@ export const RATE_LIMIT_HINTS: Readonly<Record<string, string>> = {
 
 const WAIT_OPTIONS = ['timeout', 'maxQueue']
 
+/** What `reconfigure` takes: the options that describe the policies. */
+export type ReconfigurableOptions<Req = unknown> = Pick<
+  RateLimitOptions<Req>,
+  'algorithm' | 'limit' | 'window' | 'capacity' | 'slots' | 'warmUp' | 'block' | 'name' | 'policies'
+>
+
+const RECONFIGURE_OPTIONS = [...POLICY_OPTIONS, 'policies']
+
+/** The middleware's other options stay as built: say so, rather than "unknown option". */
+const RECONFIGURE_HINTS: Readonly<Record<string, string>> = {
+  ...RATE_LIMIT_HINTS,
+  ...Object.fromEntries(
+    [
+      'key',
+      'store',
+      'cost',
+      'headers',
+      'wait',
+      'skip',
+      'refundWhen',
+      'settle',
+      'statusCode',
+      'message',
+      'dryRun',
+      'problemDetails',
+      'onLimited',
+      'validate',
+    ].map((name) => [
+      name,
+      'only the policies change in reconfigure: build a new middleware for the rest',
+    ]),
+  ),
+}
+
 /**
  * The framework-neutral rate limiter an adapter wraps. It compiles and validates the
  * options once; per request it runs skip → key → policies → cost → `store.take` (all
@@ -183,7 +219,7 @@ const WAIT_OPTIONS = ['timeout', 'maxQueue']
  */
 export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
   /** The middleware's policies, or those met so far when they depend on the request. */
-  readonly source: PolicySource<Req>
+  source: PolicySource<Req>
   readonly dryRun: boolean
   readonly #cost: KeyedCost
   readonly #costOf: ((req: Req) => KeyedCost | Promise<KeyedCost>) | undefined
@@ -193,7 +229,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   readonly #headerMode: HeaderMode
   readonly #writers = new WeakMap<readonly Policy[], HeaderWriter | undefined>()
   /** The writer of the fixed policies, found without a WeakMap lookup per request. */
-  readonly #fixedWriter: HeaderWriter | undefined
+  #fixedWriter: HeaderWriter | undefined
   readonly #waitMs: number | undefined
   readonly #maxQueue: number
 
@@ -266,6 +302,71 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
           ? 100
           : readNonNegativeInteger(factory, 'wait.maxQueue', waiting.maxQueue)
     }
+  }
+
+  /**
+   * Changes the middleware's limits while it runs, without resetting anyone: `options`
+   * are the whole policies as `rateLimit` takes them (`limit`, `window`, `algorithm`, …,
+   * or `policies`; `limit` and `policies` may be functions; left out means the default,
+   * never the current value), and each key's state carries over to the new spec of its
+   * policy's name the next time the key is touched, as `carry` says (default
+   * `'proportional'`). A fixed unnamed policy keeps the name it had. Everything else
+   * (key, store, headers, cost, …) stays. Requests waiting for their permits ask again
+   * under the new spec. Refused, with the old spec left working: another algorithm under
+   * a name, a spec that fails validation, an unknown `carry` or option.
+   *
+   * @example
+   * ```ts
+   * limiter.reconfigure({ limit: 120, window: '1m' }, { carry: 'proportional' })
+   * ```
+   */
+  reconfigure(options: ReconfigurableOptions<Req>, how?: ReconfigureOptions): void {
+    const method = `${this.factory}.reconfigure`
+    const carry = readCarry(method, how)
+    checkCarries(this.store, method)
+    const given = readOptions(
+      method,
+      options,
+      RECONFIGURE_OPTIONS,
+      RECONFIGURE_HINTS,
+    ) as PoliciesOptions
+    const old = this.source.fixed
+    // An unnamed fixed policy keeps its name, so its state is carried, not started afresh.
+    const single = given.policies === undefined && typeof given.limit !== 'function'
+    const named =
+      single && given.name === undefined && old?.length === 1
+        ? { ...given, name: old[0]!.name }
+        : given
+    const source = new PolicySource<Req>(named, method, carry)
+    const known = this.source.known
+    for (const policy of source.fixed ?? []) {
+      const before = [...known.values()].find((p) => p.name === policy.name)
+      if (before !== undefined && before.spec.algorithm !== policy.spec.algorithm) {
+        throw new TypeError(
+          `${method}: "algorithm" must stay '${before.spec.algorithm}' for policy "${policy.name}" (state carries over only within one algorithm: give the policy another name to start it afresh), got '${policy.spec.algorithm}'`,
+        )
+      }
+    }
+    if (source.fixed !== undefined) {
+      const cost = (this.given as RateLimitOptions<Req, Res>).cost
+      if (typeof cost === 'object' && cost !== null) storeCost(method, source.fixed, cost)
+      claimPolicies(this.store, source.fixed, method)
+    }
+    const writer = createHeaderWriter(this.#headerMode, source.fixed ?? [], method)
+    this.source = source
+    this.#fixedWriter = writer
+    this.queue.wakeAll()
+  }
+
+  /**
+   * The policies to settle a request decided under `policies` with: the current fixed
+   * ones of the same names after a reconfiguration (so a refund or a waiter's next take
+   * does not bring the old spec back), else `policies` themselves.
+   */
+  #live(policies: readonly Policy[]): readonly Policy[] {
+    const fixed = this.source.fixed
+    if (fixed === undefined || policies === fixed) return policies
+    return policies.map((policy) => fixed.find((p) => p.name === policy.name) ?? policy)
   }
 
   /** The policies of a request, for inspection (`get`): the fixed ones, or every one met so far. */
@@ -461,7 +562,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       let taken = first
       for (;;) {
         if (this.queue.isHead(me)) {
-          taken ??= await this.store.take(key, policies, cost)
+          taken ??= await this.store.take(key, this.#live(policies), cost)
           if (taken.allowed) return taken
           const retryAfterMs = longestWait(taken.results)
           if (!(this.clock.now() + retryAfterMs <= deadline)) return taken
@@ -555,10 +656,12 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       const more = policies.map((_, i) => Math.max(0, costAt(real, i) - costAt(estimate, i)))
       const receipts = decided.results.map((r) => r.receipt)
       const refunded = back.some((n) => n > 0)
-        ? this.store.refund(decided.key, policies, back, receipts)
+        ? this.store.refund(decided.key, this.#live(policies), back, receipts)
         : undefined
       const force = () =>
-        more.some((n) => n > 0) ? this.store.force(decided.key, policies, more) : undefined
+        more.some((n) => n > 0)
+          ? this.store.force(decided.key, this.#live(policies), more)
+          : undefined
       return isPromiseLike(refunded) ? Promise.resolve(refunded).then(force) : force()
     }
     try {
@@ -585,7 +688,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       const receipts = decided.results.map((r) => r.receipt)
       return this.store.refund(
         decided.key,
-        decided.results.map((r) => r.policy),
+        this.#live(decided.results.map((r) => r.policy)),
         decided.charged,
         receipts,
       )

@@ -107,6 +107,11 @@ export class KeyedWaitQueue {
     else head.wake()
   }
 
+  /** Wakes the head of every key's queue (the limits changed: each asks again). */
+  wakeAll(): void {
+    for (const key of this.#queues.keys()) this.wake(key)
+  }
+
   /** Leaves the queue (admitted, refused or gone); a new head is woken to take its turn. */
   leave(waiter: Waiter): void {
     const queue = this.#queues.get(waiter.key)

@@ -19,6 +19,7 @@ export {
   type KeyedLimiter,
   type KeyedLimiterOptions,
   type KeyedPermit,
+  type KeyedPolicyOptions,
   type KeyedPolicyResult,
   type KeyedResult,
   keyedLimiter,

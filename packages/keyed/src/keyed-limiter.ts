@@ -1,4 +1,5 @@
-import { type Clock, type Duration, RateLimitError } from '@sluice/core'
+import { type Clock, type Duration, RateLimitError, type ReconfigureOptions } from '@sluice/core'
+import { readCarry } from '@sluice/core/internal'
 import {
   readClock,
   readDuration,
@@ -12,12 +13,14 @@ import { storedKey } from './key'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
 import { type MemoryStore, memoryStore } from './memory-store'
 import {
+  checkCarries,
   claimPolicies,
   compilePolicy,
   compilePolicyList,
   concurrencyPolicy,
   POLICY_OPTIONS,
   type PolicyOptions,
+  withCarry,
 } from './policy'
 import { longestWait, primaryIndex } from './primary'
 import { readStore } from './read-store'
@@ -26,8 +29,11 @@ import { createdInsideRequest, emitWarning, warnIfBareMilliseconds } from './war
 
 export type { KeyedCost }
 
-/** Options of {@link keyedLimiter}: one policy at the top level, or several in `policies`. */
-export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOptions {
+/**
+ * What a keyed limiter counts: one policy at the top level, several in `policies`, or a
+ * bulkhead's `max`. What `reconfigure` takes.
+ */
+export interface KeyedPolicyOptions extends PolicyOptions {
   /** Several limits checked together, atomically; each named (given, or from its spec). */
   policies?: readonly PolicyOptions[]
   /**
@@ -35,6 +41,10 @@ export interface KeyedLimiterOptions<S extends Store = Store> extends PolicyOpti
    * time-based policy.
    */
   max?: number
+}
+
+/** Options of {@link keyedLimiter}: one policy at the top level, or several in `policies`. */
+export interface KeyedLimiterOptions<S extends Store = Store> extends KeyedPolicyOptions {
   /** Where the per-key state lives. Default: a `memoryStore()` of this limiter's own. */
   store?: S
   /**
@@ -144,6 +154,22 @@ export interface KeyedLimiter<S extends Store = Store> {
   enter(key: string): Answer<S, KeyedPermit<S> | undefined>
   /** The key this limiter stores for `key` (long and digest-like keys are hashed). */
   keyFor(key: string): string
+  /**
+   * Changes the limits while running, without resetting anyone: `options` are the whole
+   * policies (as given to `keyedLimiter`, defaults for what is left out; `store`, `clock`
+   * and `reservationTtl` stay), and each key's state carries over to the new spec of its
+   * policy's name the next time the key is touched, as `carry` says (default
+   * `'proportional'`; see `Carry`). An unnamed policy keeps the name it had (in `policies`:
+   * the name at its position), so its state carries. Refused, with the old spec left
+   * working: another algorithm under a name, a bulkhead made a rate limiter (or back), a
+   * spec that fails validation, an unknown `carry`.
+   *
+   * @example
+   * ```ts
+   * limiter.reconfigure({ limit: 120, window: '1m' }, { carry: 'proportional' })
+   * ```
+   */
+  reconfigure(options: KeyedPolicyOptions, how?: ReconfigureOptions): void
 }
 
 const OPTIONS = [...POLICY_OPTIONS, 'policies', 'max', 'store', 'clock', 'reservationTtl']
@@ -182,9 +208,49 @@ export function keyedLimiter<S extends Store = MemoryStore>(
 
 const FACTORY = 'keyedLimiter'
 
+/** The policies of a keyed limiter's options (constructor's or `reconfigure`'s). */
+function compileLimiter(given: KeyedPolicyOptions, factory: string): Policy[] {
+  const { policies, max } = given
+  if (max !== undefined) {
+    for (const key of [...POLICY_OPTIONS, 'policies']) {
+      if (key !== 'name' && (given as Record<string, unknown>)[key] !== undefined) {
+        throw typeError(
+          factory,
+          key,
+          'cannot be combined with "max" (a bulkhead per key)',
+          (given as Record<string, unknown>)[key],
+        )
+      }
+    }
+    return [concurrencyPolicy(given.name, readPositiveInteger(factory, 'max', max))]
+  }
+  if (policies !== undefined) {
+    for (const key of POLICY_OPTIONS) {
+      const value = (given as Record<string, unknown>)[key]
+      if (value !== undefined) {
+        throw typeError(
+          factory,
+          key,
+          'cannot be combined with "policies" (give it inside each policy)',
+          value,
+        )
+      }
+    }
+    return compilePolicyList(policies, factory)
+  }
+  const single: PolicyOptions = {}
+  for (const key of POLICY_OPTIONS) {
+    const value = (given as Record<string, unknown>)[key]
+    if (value !== undefined) (single as Record<string, unknown>)[key] = value
+  }
+  return [compilePolicy(single, factory)]
+}
+
+const RECONFIGURE_OPTIONS = [...POLICY_OPTIONS, 'policies', 'max']
+
 class Keyed implements KeyedLimiter<Store> {
-  readonly name: string
-  readonly policies: readonly Policy[]
+  name: string
+  policies: readonly Policy[]
   readonly store: Store
   readonly #ttlMs: number
   /** The clock the reservations' time to live runs on, when one was given. */
@@ -193,46 +259,9 @@ class Keyed implements KeyedLimiter<Store> {
 
   constructor(options: KeyedLimiterOptions) {
     const given = readOptions(FACTORY, options, OPTIONS, HINTS) as KeyedLimiterOptions
-    const { policies, max, store } = given
-    if (max !== undefined) {
-      for (const key of [...POLICY_OPTIONS, 'policies']) {
-        if (key !== 'name' && (given as Record<string, unknown>)[key] !== undefined) {
-          throw typeError(
-            FACTORY,
-            key,
-            'cannot be combined with "max" (a bulkhead per key)',
-            (given as Record<string, unknown>)[key],
-          )
-        }
-      }
-      this.policies = [concurrencyPolicy(given.name, readPositiveInteger(FACTORY, 'max', max))]
-      this.#slots = true
-    } else if (policies !== undefined) {
-      for (const key of POLICY_OPTIONS) {
-        const value = (given as Record<string, unknown>)[key]
-        if (value !== undefined) {
-          throw typeError(
-            FACTORY,
-            key,
-            'cannot be combined with "policies" (give it inside each policy)',
-            value,
-          )
-        }
-      }
-      this.policies = compilePolicyList(policies, FACTORY)
-      this.#slots = false
-    } else {
-      const {
-        policies: _,
-        max: __,
-        store: ___,
-        clock: ____,
-        reservationTtl: _____,
-        ...single
-      } = given
-      this.policies = [compilePolicy(single, FACTORY)]
-      this.#slots = false
-    }
+    const { store } = given
+    this.policies = compileLimiter(given, FACTORY)
+    this.#slots = given.max !== undefined
     const clock = readClock(FACTORY, 'clock', given.clock)
     this.store = store === undefined ? memoryStore({ clock }) : readStore(FACTORY, 'store', store)
     this.#ttlMs = readDuration(FACTORY, 'reservationTtl', given.reservationTtl, '10m')
@@ -249,6 +278,62 @@ class Keyed implements KeyedLimiter<Store> {
     }
   }
 
+  reconfigure(options: KeyedPolicyOptions, how?: ReconfigureOptions): void {
+    const method = `${FACTORY}.reconfigure`
+    const carry = readCarry(method, how)
+    checkCarries(this.store, method)
+    const given = readOptions(method, options, RECONFIGURE_OPTIONS, {
+      ...HINTS,
+      store: 'the store cannot change: make a new limiter',
+      clock: 'the clock cannot change: make a new limiter',
+      reservationTtl: 'reservationTtl cannot change: make a new limiter',
+    }) as KeyedPolicyOptions
+    if ((given.max !== undefined) !== this.#slots) {
+      throw new TypeError(
+        `${method}: ${this.#slots ? 'a bulkhead takes "max"' : 'a rate limiter takes no "max"'} (a limiter keeps what it counts: make a new one to change it), got ${JSON.stringify(Object.keys(given))}`,
+      )
+    }
+    const old = this.policies
+    // An unnamed policy keeps its name, so its state is carried, not started afresh.
+    const named: KeyedPolicyOptions =
+      given.policies === undefined
+        ? { ...given, name: given.name ?? old[0]!.name }
+        : {
+            policies: Array.isArray(given.policies)
+              ? given.policies.map((entry, i) =>
+                  typeof entry === 'object' && entry !== null && entry.name === undefined && old[i]
+                    ? { ...entry, name: old[i].name }
+                    : entry,
+                )
+              : given.policies,
+          }
+    const next = compileLimiter(named, method)
+    next.forEach((policy, i) => {
+      const before = old.find((p) => p.name === policy.name)
+      if (before !== undefined && before.spec.algorithm !== policy.spec.algorithm) {
+        const option = given.policies === undefined ? 'algorithm' : `policies[${i}].algorithm`
+        throw new TypeError(
+          `${method}: "${option}" must stay '${before.spec.algorithm}' for policy "${policy.name}" (state carries over only within one algorithm: give the policy another name to start it afresh), got '${policy.spec.algorithm}'`,
+        )
+      }
+    })
+    const carried = next.map((policy) => withCarry(policy, carry))
+    claimPolicies(this.store, carried, method)
+    this.policies = carried
+    this.name = carried[0]!.name
+  }
+
+  /**
+   * The policies a call taken under `taken` settles with: the current ones of the same
+   * names (so a refund after a reconfiguration does not bring the old spec back), and the
+   * old ones whose names are gone.
+   */
+  current(taken: readonly Policy[]): readonly Policy[] {
+    const now = this.policies
+    if (taken === now) return now
+    return taken.map((policy) => now.find((p) => p.name === policy.name) ?? policy)
+  }
+
   keyFor(key: string): string {
     if (typeof key !== 'string' || key === '') {
       throw typeError(`${FACTORY}.keyFor`, 'key', 'must be a non-empty string', key)
@@ -257,11 +342,16 @@ class Keyed implements KeyedLimiter<Store> {
   }
 
   /** A keyed cost as the store takes it: a number, or one number per policy. */
-  #cost(method: string, cost: KeyedCost | undefined, fallback: number): Cost {
+  #cost(
+    method: string,
+    cost: KeyedCost | undefined,
+    fallback: number,
+    policies: readonly Policy[] = this.policies,
+  ): Cost {
     if (cost === undefined) return fallback
     // A take must charge something; a settle's actual cost, a refund or a reward may be 0.
     const charges = method === 'consume' || method === 'reserve' || method === 'penalty'
-    return storeCost(`${FACTORY}.${method}`, this.policies, cost, charges)
+    return storeCost(`${FACTORY}.${method}`, policies, cost, charges)
   }
 
   consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
@@ -299,8 +389,9 @@ class Keyed implements KeyedLimiter<Store> {
         receipt,
       )
     }
-    const charge = cost === undefined ? receipt.cost : this.#cost('refund', cost, 1)
-    return this.store.refund(receipt.key, this.policies, charge, receipt.receipts)
+    const taken = receipt.policies
+    const charge = cost === undefined ? receipt.cost : this.#cost('refund', cost, 1, taken)
+    return this.store.refund(receipt.key, this.current(taken), charge, receipt.receipts)
   }
 
   penalty(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
@@ -355,9 +446,11 @@ class Keyed implements KeyedLimiter<Store> {
     estimate: Cost,
     actual: KeyedCost,
     receipts: readonly (number | undefined)[],
+    taken: readonly Policy[],
   ): MaybePromise<KeyedResult> {
-    const real = this.#cost('settle', actual, 1)
-    const n = this.policies.length
+    const real = this.#cost('settle', actual, 1, taken)
+    const policies = this.current(taken)
+    const n = policies.length
     const back = new Array<number>(n).fill(0)
     const more = new Array<number>(n).fill(0)
     for (let i = 0; i < n; i++) {
@@ -366,12 +459,12 @@ class Keyed implements KeyedLimiter<Store> {
       else more[i] = diff
     }
     const refunded = back.some((b) => b > 0)
-      ? this.store.refund(key, this.policies, back, receipts)
+      ? this.store.refund(key, policies, back, receipts)
       : undefined
     return then(refunded, () => {
       const after = more.some((m) => m > 0)
-        ? this.store.force(key, this.policies, more)
-        : this.store.get(key, this.policies)
+        ? this.store.force(key, policies, more)
+        : this.store.get(key, policies)
       return then(
         after,
         (results) => new Answered({ allowed: results.every((r) => r.allowed), results }, key, real),
@@ -409,6 +502,8 @@ class TakenReceipt implements Receipt {
     readonly key: string,
     readonly cost: Cost,
     readonly receipts: readonly (number | undefined)[],
+    /** The policies it was taken under (the limiter's may have been reconfigured since). */
+    readonly policies: readonly Policy[],
   ) {}
 }
 
@@ -441,6 +536,7 @@ class Answered implements KeyedResult {
             key,
             cost,
             results.map((r) => r.receipt),
+            results.map((r) => r.policy),
           )
         : undefined
     this.#results = results
@@ -484,6 +580,7 @@ class Reserved extends Answered implements Reservation {
   readonly #key: string
   readonly #estimate: Cost
   readonly #receipts: readonly (number | undefined)[]
+  readonly #policies: readonly Policy[]
   #state: 'open' | 'settled' | 'cancelled'
   /** Stops the time to live once the reservation is settled or cancelled. */
   #stop: (() => void) | undefined
@@ -501,6 +598,7 @@ class Reserved extends Answered implements Reservation {
     this.#key = key
     this.#estimate = estimate
     this.#receipts = taken.results.map((r) => r.receipt)
+    this.#policies = taken.results.map((r) => r.policy)
     this.#state = taken.allowed ? 'open' : 'cancelled'
     if (!taken.allowed) return
     // Never settled (its holder failed): the estimate goes back after `ttl`, on the
@@ -536,7 +634,13 @@ class Reserved extends Answered implements Reservation {
 
   settle(actual: KeyedCost): MaybePromise<KeyedResult> {
     this.#close('settle', 'settled')
-    return this.#limiter.settleCost(this.#key, this.#estimate, actual, this.#receipts)
+    return this.#limiter.settleCost(
+      this.#key,
+      this.#estimate,
+      actual,
+      this.#receipts,
+      this.#policies,
+    )
   }
 
   cancel(): MaybePromise<void> {
@@ -544,7 +648,7 @@ class Reserved extends Answered implements Reservation {
     this.#close('cancel', 'cancelled')
     return this.#limiter.store.refund(
       this.#key,
-      this.#limiter.policies,
+      this.#limiter.current(this.#policies),
       this.#estimate,
       this.#receipts,
     )

@@ -9,6 +9,7 @@ import { runStoreModel } from './testing/store-model'
 const contractClock = new ManualClock()
 runStoreContract('memoryStore', () => memoryStore({ clock: contractClock }), {
   advance: (ms) => contractClock.advance(ms),
+  carries: true,
 })
 
 const modelClock = new ManualClock(123_456.789)
@@ -133,15 +134,17 @@ describe('memoryStore', () => {
     expect(store.inFlight).toBe(0)
   })
 
-  it('keeps two different policies under one name apart, and shares a budget under one spec', () => {
-    const store = memoryStore()
-    const tight = policyOf({ name: 'api', limit: 1, window: '1m' })
-    const loose = policyOf({ name: 'api', limit: 5, window: '1m' })
-    const twin = policyOf({ name: 'api', limit: 1, window: '1m' })
+  it("carries a name's state to another spec of it, and shares a budget under one spec", () => {
+    const store = memoryStore({ clock: new ManualClock() })
+    const tight = policyOf({ name: 'api', limit: 2, window: '1m' })
+    const loose = policyOf({ name: 'api', limit: 10, window: '1m' })
+    const twin = policyOf({ name: 'api', limit: 2, window: '1m' })
     expect(store.take('k', [tight], 1).allowed).toBe(true)
-    expect(store.take('k', [twin], 1).allowed).toBe(false)
+    expect(store.take('k', [twin], 1).results[0]?.remaining).toBe(0)
+    expect(store.take('k', [tight], 1).allowed).toBe(false)
     // Issue 10: this answered 500 on every request, after the first policy took a permit.
-    expect(store.take('k', [loose], 1).results[0]?.remaining).toBe(4)
+    // Proportional: all of 2 used is all of 10 used, not a fresh budget of 10.
+    expect(store.take('k', [loose], 1).allowed).toBe(false)
   })
 
   it('validates its options', () => {
@@ -367,5 +370,21 @@ describe('memoryStore: keys are bounded at the store (issue 24)', () => {
     expect(store.get(boundedKey(long), [p])[0]?.remaining).toBe(1)
     store.reset(boundedKey(long))
     expect(store.get(long, [p])[0]?.remaining).toBe(2)
+  })
+})
+
+describe('memoryStore: many specs under one name', () => {
+  it('a spec beyond the sixteen kept carries the least recently used spec’s keys over first', () => {
+    const store = memoryStore({ clock: new ManualClock() })
+    const spec = (limit: number) =>
+      policyOf({ name: 'api', algorithm: 'fixed-window', limit, window: '1m' })
+    store.take('a', [spec(10)], 5)
+    // Fifteen more specs touch another key: "a" stays written under the first one.
+    for (let limit = 101; limit <= 115; limit++) store.take('b', [spec(limit)], 1)
+    // The seventeenth takes over the first spec's kernel: "a" (5 of 10 used, 58 of 116
+    // left) is carried into it before it goes.
+    store.take('b', [spec(116)], 1)
+    // 58 of 116 left is 10 of 20: the state survived, nothing was reset.
+    expect(store.get('a', [spec(20)])[0]?.remaining).toBe(10)
   })
 })

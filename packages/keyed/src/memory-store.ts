@@ -1,4 +1,4 @@
-import type { Clock, NormalizedRateSpec } from '@sluice/core'
+import type { Carry, Clock, NormalizedRateSpec } from '@sluice/core'
 import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
 import { readClock, readOptions, readPositiveInteger } from '@sluice/core/validation'
 import { checkBlock, checkCost, costAt } from './call-checks'
@@ -72,25 +72,103 @@ const MAX_KEYS = 10_000_000
 const isConcurrency = (policy: Policy) => policy.spec.algorithm === 'concurrency'
 
 /**
- * One time-based policy's keys: an LRU index of keys to rows, the policy's keyed kernel
- * holding each key's state in its row, and, for a policy with a penalty, each refused
- * key's strikes.
+ * Most specs one policy name keeps a kernel for at once: a rolling deploy needs two, a
+ * `limit` function one per plan. A further spec takes over the least recently used one's
+ * kernel, carrying that spec's keys over first.
+ */
+const MAX_SPECS = 16
+
+/**
+ * One time-based policy name's keys: an LRU index of keys to rows, a keyed kernel per spec
+ * the name was used with (the rows of all of them line up with the index), which kernel
+ * holds each key's state, and, for a policy with a penalty, each refused key's strikes.
+ * A key touched under another spec than the one its state was written under is carried
+ * over into that spec's kernel first (once: its row then belongs to the new kernel).
  */
 class RateTable {
-  readonly kernel: RateKernel
+  /** The kernel of the spec in use (see {@link use}). */
+  kernel: RateKernel
   readonly index: KeyIndex
   /** Blocks and a penalty's strikes: made with the table for a policy with a penalty, else by `block`. */
   strikes: StrikeTable | undefined
   readonly #maxKeys: number
   readonly #budget: Budget
+  readonly #kernels: RateKernel[] = []
+  readonly #fingerprints: string[] = []
+  /** When each kernel was last put in use, for choosing which one a new spec takes over. */
+  readonly #usedAt: number[] = []
+  #uses = 0
+  /** Per row: the index in `#kernels` of the kernel holding the key's state. */
+  #owners = new Uint8Array(0)
+  /** The kernel in use, as an index in `#kernels`, and how state carries into it. */
+  #current = 0
+  #carry: Carry = 'proportional'
 
-  constructor(policy: Policy, maxKeys: number, budget: Budget) {
-    const kernel = rateKernel(policy.spec as NormalizedRateSpec)
-    this.kernel = kernel
-    this.index = new KeyIndex(maxKeys, (rows) => kernel.resize(rows))
+  constructor(policy: Policy, maxKeys: number, budget: Budget, now: number) {
+    this.index = new KeyIndex(maxKeys, (rows) => this.#grow(rows))
     this.strikes = policy.block === undefined ? undefined : new StrikeTable(maxKeys)
     this.#maxKeys = maxKeys
     this.#budget = budget
+    this.kernel = this.#add(policy, now)
+    this.#carry = policy.carry ?? 'proportional'
+  }
+
+  /**
+   * Puts `policy`'s spec in use: its kernel (made when the spec is new to this name)
+   * decides the calls that follow, and keys written under another spec carry over into it
+   * as `policy.carry` says when they are touched. Nothing is converted here but, when this
+   * name already keeps a kernel for {@link MAX_SPECS} specs, the keys of the one taken over.
+   */
+  use(policy: Policy, now: number): void {
+    this.#carry = policy.carry ?? 'proportional'
+    if (this.#fingerprints[this.#current] === policy.fingerprint) {
+      this.#usedAt[this.#current] = ++this.#uses
+      return
+    }
+    const found = this.#fingerprints.indexOf(policy.fingerprint)
+    if (found !== -1) {
+      this.#current = found
+      this.kernel = this.#kernels[found]!
+      this.#usedAt[found] = this.#uses
+      return
+    }
+    this.kernel = this.#add(policy, now)
+  }
+
+  /** A kernel for a spec new to this name, in a slot of its own or the least recently used one's. */
+  #add(policy: Policy, now: number): RateKernel {
+    const kernel = rateKernel(policy.spec as NormalizedRateSpec)
+    kernel.resize(this.#owners.length)
+    let slot = this.#kernels.length
+    if (slot === MAX_SPECS) {
+      slot = this.#usedAt.indexOf(Math.min(...this.#usedAt))
+      const from = this.#kernels[slot]!
+      for (let row = 0; row < this.#owners.length; row++) {
+        if (this.#owners[row] === slot && this.index.keyAt(row) !== undefined) {
+          kernel.carry(row, now, from, row, policy.carry ?? 'proportional')
+        }
+      }
+    }
+    this.#kernels[slot] = kernel
+    this.#fingerprints[slot] = policy.fingerprint
+    this.#usedAt[slot] = ++this.#uses
+    this.#current = slot
+    return kernel
+  }
+
+  #grow(rows: number): void {
+    for (const kernel of this.#kernels) kernel.resize(rows)
+    const owners = new Uint8Array(rows)
+    owners.set(this.#owners)
+    this.#owners = owners
+  }
+
+  /** Carries the row's state into the kernel in use, unless it is there already. */
+  #own(row: number, now: number): void {
+    const owner = this.#owners[row]!
+    if (owner === this.#current) return
+    this.kernel.carry(row, now, this.#kernels[owner]!, row, this.#carry)
+    this.#owners[row] = this.#current
   }
 
   /** The table's strikes, made on first use. */
@@ -110,8 +188,10 @@ class RateTable {
    */
   rowOf(key: string, now: number): number {
     const row = this.index.find(key)
-    if (row !== -1) this.index.touch(row)
-    else if (this.kernel.ageless) return this.insert(key, now)
+    if (row !== -1) {
+      this.index.touch(row)
+      this.#own(row, now)
+    } else if (this.kernel.ageless) return this.insert(key, now)
     return row
   }
 
@@ -143,6 +223,7 @@ class RateTable {
     const row = this.index.insert(key)
     this.#budget.used += this.index.size - before
     this.kernel.clear(row, now)
+    this.#owners[row] = this.#current
     return row
   }
 
@@ -297,14 +378,16 @@ class MemoryLease implements Lease {
   }
 }
 
-/** One concurrency policy's keys: their slots, idle ones included up to `maxKeys` keys. */
+/**
+ * One concurrency policy name's keys: their slots, idle ones included up to `maxKeys` keys.
+ * The `max` a take is checked against is its policy's, so a bulkhead reconfigured below
+ * what is held refuses newcomers until enough slots are released, and never revokes one.
+ */
 class SlotTable {
-  readonly max: number
   readonly #byKey = new Map<string, Slots>()
   readonly #keepIdle: number
 
-  constructor(policy: Policy, maxKeys: number) {
-    this.max = policy.limit
+  constructor(maxKeys: number) {
     this.#keepIdle = maxKeys
   }
 
@@ -359,8 +442,11 @@ type Table = RateTable | SlotTable
  *   starts over with a fresh budget. A hot key is used constantly, so it stays at the
  *   recent end and is only evicted if more than `maxKeys` other keys arrive between two of
  *   its requests. Size `maxKeys` above the distinct clients you expect within one window.
- * - Policies are kept apart by name and spec: two middlewares whose policies differ never
- *   share state, whatever their names.
+ * - A policy's state belongs to its name (and algorithm): a policy of the same name with
+ *   another spec (a reconfigured limiter, a second middleware during a rolling change, a
+ *   `limit` function's other plan) carries each key's state over to its spec when it
+ *   touches the key, once, as its `carry` says; the last spec a key was touched under wins.
+ *   When nothing changed this costs nothing per decision.
  *
  * @example
  * ```ts
@@ -529,6 +615,7 @@ function answer(
 }
 
 class InMemoryStore implements MemoryStore {
+  readonly carries = true
   readonly #clock: Clock
   readonly #maxKeys: number
   /** Time-based and concurrency tables apart: each kind keeps its own state per key. */
@@ -640,11 +727,11 @@ class InMemoryStore implements MemoryStore {
     into: TakeBuffer | undefined,
   ): TakeResult {
     const slots = table.slotsOf(key)
-    const allowed = slots.held + cost <= table.max
+    const allowed = slots.held + cost <= policy.limit
     let lease: MemoryLease | undefined
     if (allowed) lease = this.#hold(slots, cost)
     else table.settle(key, slots)
-    const result = slotsResult(into, 0, policy, table.max, slots.held, allowed, lease)
+    const result = slotsResult(into, 0, policy, policy.limit, slots.held, allowed, lease)
     return answer(into, allowed, into === undefined ? [result] : undefined, 1)
   }
 
@@ -692,7 +779,7 @@ class InMemoryStore implements MemoryStore {
       } else {
         const held = table.slotsOf(key)
         slots[i] = held
-        admits[i] = held.held + charge <= table.max
+        admits[i] = held.held + charge <= policies[i]!.limit
       }
       if (!admits[i]) allowed = false
     }
@@ -725,7 +812,7 @@ class InMemoryStore implements MemoryStore {
       const policy = policies[i]!
       let result: PolicyResult
       if (table instanceof SlotTable) {
-        result = slotsResult(into, i, policy, table.max, slots[i]!.held, admits[i]!, leases[i])
+        result = slotsResult(into, i, policy, policy.limit, slots[i]!.held, admits[i]!, leases[i])
       } else {
         table.kernel.quota(rows[i]!, now, costAt(cost, i), allowed, quota)
         if (blocked[i]! > 0) quota.resetMs = table.kernel.wait(rows[i]!, now, 1)
@@ -791,7 +878,7 @@ class InMemoryStore implements MemoryStore {
   release(key: string, policy: Policy, lease: Lease): void {
     key = bound(key)
     if (!(lease instanceof MemoryLease) || !lease.open || !lease.slots.live) return
-    const table = this.#slots.get(policy.id)
+    const table = this.#slots.get(policy.state)
     if (table === undefined || table.find(key) !== lease.slots) return
     this.#unhold(lease)
     table.settle(key, lease.slots)
@@ -805,7 +892,15 @@ class InMemoryStore implements MemoryStore {
       const table = this.#table(policy)
       if (table instanceof SlotTable) {
         const held = table.find(key)?.held ?? 0
-        return slotsResult(undefined, 0, policy, table.max, held, held + 1 <= table.max, undefined)
+        return slotsResult(
+          undefined,
+          0,
+          policy,
+          policy.limit,
+          held,
+          held + 1 <= policy.limit,
+          undefined,
+        )
       }
       const row = table.liveRowOf(key, now)
       const blocked = table.blockedFor(key, now)
@@ -822,7 +917,7 @@ class InMemoryStore implements MemoryStore {
       policies === undefined
         ? [...this.#rates.values(), ...this.#slots.values()]
         : policies.map((policy) =>
-            isConcurrency(policy) ? this.#slots.get(policy.id) : this.#rates.get(policy.id),
+            isConcurrency(policy) ? this.#slots.get(policy.state) : this.#rates.get(policy.state),
           )
     for (const table of tables) {
       if (table instanceof RateTable) table.delete(key)
@@ -840,25 +935,30 @@ class InMemoryStore implements MemoryStore {
     this.#inFlight = 0
   }
 
-  /** The policy's table, made on first use (it allocates little until keys arrive). */
+  /**
+   * The policy's table, made on first use (it allocates little until keys arrive), with
+   * the policy's spec in use. Tables belong to names: a policy of a known name with
+   * another spec puts its own kernel in use, and the keys carry over as they are touched.
+   */
   #table(policy: Policy): Table {
     if (policy === this.#lastPolicy) return this.#lastTable!
     let table: Table | undefined
     if (isConcurrency(policy)) {
-      table = this.#slots.get(policy.id)
+      table = this.#slots.get(policy.state)
       if (table === undefined) {
-        table = new SlotTable(policy, this.#maxKeys)
-        this.#slots.set(policy.id, table)
+        table = new SlotTable(this.#maxKeys)
+        this.#slots.set(policy.state, table)
       }
     } else {
-      table = this.#rates.get(policy.id)
+      table = this.#rates.get(policy.state)
       if (table === undefined) {
-        table = new RateTable(policy, this.#maxKeys, this.#budget)
+        table = new RateTable(policy, this.#maxKeys, this.#budget, this.#clock.now())
       } else {
-        this.#rates.delete(policy.id)
+        table.use(policy, this.#clock.now())
+        this.#rates.delete(policy.state)
       }
       // Now the most recently used.
-      this.#rates.set(policy.id, table)
+      this.#rates.set(policy.state, table)
     }
     this.#lastPolicy = policy
     this.#lastTable = table

@@ -1,4 +1,10 @@
-import { type Duration, type NormalizedSpec, normalizeSpec, RATE_ALGORITHMS } from '@sluice/core'
+import {
+  type Carry,
+  type Duration,
+  type NormalizedSpec,
+  normalizeSpec,
+  RATE_ALGORITHMS,
+} from '@sluice/core'
 import { algorithmDefinition } from '@sluice/core/internal'
 import {
   MAX_NAME_LENGTH,
@@ -62,8 +68,9 @@ export interface PolicyOptions {
   /** Block keys that keep being refused. */
   block?: BlockOptions
   /**
-   * Shown in headers and, with the spec, keys the policy's state in a store. Default: made
-   * from the spec, e.g. `'100-per-1m'`, so unnamed policies that differ are told apart.
+   * Shown in headers and keys the policy's state in a store: a changed spec under the same
+   * name carries the state over (see `reconfigure`). Default: made from the spec, e.g.
+   * `'100-per-1m'`, so unnamed policies that differ are told apart (and never share state).
    */
   name?: string
 }
@@ -183,17 +190,36 @@ export function makePolicy(
   spec: NormalizedSpec,
   name: string | undefined,
   block?: Penalty,
+  carry?: Carry,
 ): Policy {
   const shown = name ?? defaultName(spec, block)
   const timed = spec.algorithm !== 'concurrency'
+  const fingerprint = specKey(spec, block)
   return {
     name: shown,
     spec,
-    id: `${shown}|${specKey(spec, block)}`,
+    id: `${shown}|${fingerprint}`,
+    state: `${shown}|${spec.algorithm}`,
+    fingerprint,
+    carry,
     limit: timed ? spec.limit : spec.max,
     windowMs: timed ? spec.window : 0,
     block,
   }
+}
+
+/**
+ * The policy with another carry mode: what a reconfiguration hands the store, so the state
+ * written under the old spec carries over as the caller asked.
+ *
+ * @example
+ * ```ts
+ * withCarry(policy, 'as-is').carry // 'as-is'
+ * ```
+ */
+export function withCarry(policy: Policy, carry: Carry): Policy {
+  if ((policy.carry ?? 'proportional') === carry) return policy
+  return makePolicy(policy.spec, policy.name, policy.block, carry)
 }
 
 function readBlock(factory: string, prefix: string, value: unknown): Penalty | undefined {
@@ -324,10 +350,28 @@ function describePolicy(policy: Policy): string {
 const claims = new WeakMap<object, Map<string, { policy: Policy; owner: string }>>()
 
 /**
+ * Refuses a reconfiguration on a store that keeps each spec's state apart: there a new
+ * spec would start every key afresh, the reset reconfiguring exists to avoid.
+ *
+ * @example
+ * ```ts
+ * checkCarries(store, 'keyedLimiter.reconfigure')
+ * ```
+ */
+export function checkCarries(store: Store, method: string): void {
+  if (store.carries === true) return
+  throw new TypeError(
+    `${method}: this store keeps each spec's state apart (by name and spec) and cannot carry it over to a new spec, so reconfiguring would start every key afresh; use a store that carries state (memory, Durable Objects, Deno KV) or build a new limiter under another name`,
+  )
+}
+
+/**
  * Records that a middleware uses `policies` on `store`, refusing a policy whose name is
- * already taken on that store by a different one. State is kept by name and spec, so the
- * two would never mix; but their headers would show one name for two budgets, and a
- * dashboard keyed by name would add them up. Caught when the second middleware is created.
+ * already taken on that store by one of another algorithm: a name's state means one thing
+ * (a window's counts are no bucket's level), and headers would show one name for two
+ * budgets. The same name with another spec of the same algorithm is a reconfiguration:
+ * its state carries over, and the last spec claimed is the one recorded. Caught when the
+ * second middleware is created.
  *
  * @example
  * ```ts
@@ -343,13 +387,16 @@ export function claimPolicies(store: Store, policies: readonly Policy[], factory
   for (const policy of policies) {
     const claim = names.get(policy.name)
     if (claim === undefined) continue
-    if (claim.policy.id !== policy.id) {
+    if (store.carries !== true && claim.policy.id !== policy.id) {
       throw new TypeError(
-        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store; give one of them another name`,
+        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store; give one of them another name (this store keeps each spec's state apart, so one name would show two budgets)`,
+      )
+    }
+    if (claim.policy.state !== policy.state) {
+      throw new TypeError(
+        `${factory}: policy ${describePolicy(policy)} shares its name with policy ${describePolicy(claim.policy)} of an earlier ${claim.owner} on the same store, of another algorithm; give one of them another name (a spec of the same algorithm would carry the state over)`,
       )
     }
   }
-  for (const policy of policies) {
-    if (!names.has(policy.name)) names.set(policy.name, { policy, owner: factory })
-  }
+  for (const policy of policies) names.set(policy.name, { policy, owner: factory })
 }

@@ -27,6 +27,7 @@ export { boundedKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
+  checkCarries,
   claimPolicies,
   compilePolicy,
   compilePolicyList,
@@ -41,6 +42,7 @@ export {
   type PolicyOptions,
   policyName,
   type RateAlgorithm,
+  withCarry,
 } from './policy'
 export { longestWait, primaryIndex } from './primary'
 export {
@@ -57,6 +59,7 @@ export { type StoreFailure, StoreHealth, type StoreHealthOptions } from './store
 export { fromWire, toWire, type WireResult, type WireTake, withPolicies } from './stored-results'
 export {
   type RateRecord,
+  recordPolicy,
   type SlotsRecord,
   type StoredChange,
   type StoredLease,

@@ -1,4 +1,4 @@
-import type { NormalizedSpec } from '@sluice/core'
+import type { Carry, NormalizedSpec } from '@sluice/core'
 import type { MaybePromise } from './maybe-promise'
 
 export type { MaybePromise } from './maybe-promise'
@@ -14,8 +14,10 @@ export interface Penalty {
 
 /**
  * One limit a request is checked against: a validated, normalized limiter spec with a name.
- * The name is shown in RateLimit headers; a store keeps a policy's state under its `id`
- * (name and spec together), so policies that differ in anything never share state.
+ * The name is shown in RateLimit headers. A policy's state belongs to its name: a store
+ * keeps it under `state` (name and algorithm) with the `fingerprint` of the spec that wrote
+ * it beside, and a take under another spec of the same name carries it over (`carry`)
+ * once. A store that cannot convert keeps state under `id` (name and spec) instead.
  */
 export interface Policy {
   readonly name: string
@@ -26,6 +28,22 @@ export interface Policy {
    * (and penalty), e.g. `api|sw:100:60000:10`. Equal for equal policies in any process.
    */
   readonly id: string
+  /**
+   * What a store that converts state keys it by: the name and the algorithm, e.g.
+   * `api|sliding-window`, so a changed spec under one name finds the state it carries.
+   */
+  readonly state: string
+  /**
+   * Every number of the spec (and penalty), e.g. `sliding-window:100:60000:10`: stored
+   * beside the state, compared on each touch; a different one means the state was written
+   * under another spec and is carried over first.
+   */
+  readonly fingerprint: string
+  /**
+   * How state written under another spec of this name carries over to this one (Bucket4j's
+   * four modes; see `Carry` in `@sluice/core`). Default `'proportional'`.
+   */
+  readonly carry?: Carry | undefined
   /** Quota per window (for a concurrency policy: `max`). */
   readonly limit: number
   /** Window in milliseconds (0 for a concurrency policy). */
@@ -109,6 +127,14 @@ export interface TakeBuffer {
  * test (`runStoreModel`) every store must pass.
  */
 export interface Store {
+  /**
+   * True for a store that keeps a policy's state by name (`Policy.state`) and carries it
+   * over to a changed spec of the same algorithm on the next touch (memory, Durable
+   * Objects, Deno KV). A store without it keeps each spec's state apart (`Policy.id`): one
+   * name may then stand for one spec only, and `reconfigure` is refused (a new spec would
+   * start every key afresh).
+   */
+  readonly carries?: boolean
   /**
    * Takes `cost` permits for `key` from every policy, atomically: if any policy refuses,
    * nothing is taken from any of them. A policy with a penalty counts the refusal and may

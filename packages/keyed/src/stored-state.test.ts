@@ -1,8 +1,9 @@
 import { ManualClock } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
+import { keyedLimiter } from './keyed-limiter'
 import { compilePolicy, concurrencyPolicy } from './policy'
 import type { Store, TakeResult } from './store'
-import { type StoredRecord, StoredState } from './stored-state'
+import { recordPolicy, type StoredPolicy, type StoredRecord, StoredState } from './stored-state'
 import { runStoreContract } from './testing/store-contract'
 import { runStoreModel } from './testing/store-model'
 
@@ -13,15 +14,15 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
 } {
   const records = new Map<string, StoredRecord>()
   const name = (key: string, id: string) => `${key}\u0000${id}`
-  const state = (key: string, policies: readonly { id: string }[]) =>
+  const state = (key: string, policies: readonly StoredPolicy[]) =>
     new StoredState(
-      policies as never,
-      policies.map((p) => structuredClone(records.get(name(key, p.id)))),
+      policies,
+      policies.map((p) => structuredClone(records.get(name(key, recordPolicy(p))))),
       clock.now(),
     )
-  const save = (key: string, policies: readonly { id: string }[], s: StoredState) => {
+  const save = (key: string, policies: readonly StoredPolicy[], s: StoredState) => {
     for (const { index, record } of s.changes()) {
-      const at = name(key, policies[index]!.id)
+      const at = name(key, recordPolicy(policies[index]!))
       if (record === undefined) records.delete(at)
       else records.set(at, structuredClone(record))
     }
@@ -33,6 +34,7 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
       limit: (policies[i] as { limit: number }).limit,
     }))
   return {
+    carries: true,
     records,
     take(key, policies, cost) {
       const s = state(key, policies)
@@ -71,7 +73,7 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
     reset(key, policies) {
       for (const at of [...records.keys()]) {
         const [k, id] = at.split('\u0000')
-        if (k === key && (policies === undefined || policies.some((p) => p.id === id))) {
+        if (k === key && (policies === undefined || policies.some((p) => recordPolicy(p) === id))) {
           records.delete(at)
         }
       }
@@ -83,6 +85,7 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
 const clock = new ManualClock(1_800_000_000_000)
 runStoreContract('a store on StoredState (records in a Map)', () => recordStore(clock), {
   advance: (ms) => clock.advance(ms),
+  carries: true,
 })
 runStoreModel('a store on StoredState (records in a Map)', () => recordStore(clock), {
   clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) },
@@ -96,7 +99,14 @@ describe('StoredState', () => {
     const store = recordStore(clock)
     const p = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: '1s' }, 'test')
     store.take('k', [p], 1)
-    expect([...store.records.values()]).toEqual([{ v: 3, state: [0, 1] }])
+    expect([...store.records.values()]).toEqual([
+      {
+        v: 3,
+        state: [0, 1],
+        f: 'fixed-window:1:1000',
+        spec: { algorithm: 'fixed-window', limit: 1, window: 1000 },
+      },
+    ])
     // A refusal changes nothing: nothing is written (the record is the same object).
     const before = store.records.get(`k\u0000${p.id}`)
     store.take('k', [p], 1)
@@ -158,5 +168,54 @@ describe('StoredState', () => {
     expect(store.take('k', [slots], 1).allowed).toBe(false)
     clock.advance(1)
     expect(store.take('k', [slots], 1).allowed).toBe(true)
+  })
+})
+
+describe('StoredState: a record written under another spec of its name', () => {
+  it.each([
+    // mode, then left of 20 after 5 of 10 were used at 30 s
+    ['proportional', 10],
+    ['as-is', 5],
+    ['additive', 15],
+    ['reset', 20],
+  ] as const)('%s: is carried over on its next load, once (%d left)', async (carry, left) => {
+    const clock = new ManualClock(1_800_000_000_000)
+    const store = recordStore(clock)
+    const limiter = keyedLimiter({
+      name: 'api',
+      algorithm: 'fixed-window',
+      limit: 10,
+      window: '1m',
+      store,
+    })
+    await limiter.consume('k', 5)
+    const [written] = [...store.records.values()] as { f?: string }[]
+    expect(written?.f).toBe('fixed-window:10:60000')
+    clock.advance(30_000)
+    limiter.reconfigure({ algorithm: 'fixed-window', limit: 20, window: '1m' }, { carry })
+    expect((await limiter.get('k')).remaining).toBe(left)
+    // The record now names the new spec: the next load converts nothing.
+    const next = [...store.records.values()] as { f?: string }[]
+    if (carry !== 'reset') expect(next[0]?.f).toBe('fixed-window:20:60000')
+    expect((await limiter.consume('k')).remaining).toBe(left - 1)
+    expect((await limiter.get('k')).remaining).toBe(left - 1)
+  })
+
+  it('reads a record without a fingerprint (an earlier version wrote it) as the current spec', () => {
+    const policy = compilePolicy(
+      { name: 'api', algorithm: 'fixed-window', limit: 10, window: '1m' },
+      't',
+    )
+    const first = new StoredState([policy], [undefined], 0)
+    first.take(4, 60_000)
+    const { record } = first.changes()[0]!
+    const { f: _, spec: __, ...old } = record as { f?: string; spec?: unknown }
+    const bigger = compilePolicy(
+      { name: 'api', algorithm: 'fixed-window', limit: 20, window: '1m' },
+      't',
+    )
+    expect(new StoredState([bigger], [old as StoredRecord], 0).get()[0]?.remaining).toBe(16)
+    expect(new StoredState([bigger], [record], 0).get()[0]?.remaining).toBe(12)
+    expect(recordPolicy(bigger)).toBe('api|fixed-window')
   })
 })

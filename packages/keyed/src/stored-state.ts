@@ -6,9 +6,14 @@ import { countStrike } from './strikes'
 
 /**
  * What of a policy a store needs to decide on state kept as data: the fields that make
- * its state (`Policy` has them all).
+ * its state (`Policy` has them all). Without `fingerprint` (a caller of an earlier
+ * version) a record is taken as written under the spec given, as before.
  */
-export type StoredPolicy = Pick<Policy, 'id' | 'spec' | 'windowMs' | 'block'>
+export type StoredPolicy = Pick<Policy, 'id' | 'spec' | 'windowMs' | 'block'> &
+  Partial<Pick<Policy, 'state' | 'fingerprint' | 'carry'>>
+
+/** Where a store keeps a policy's records for a key: by name and algorithm when it can carry. */
+export const recordPolicy = (policy: StoredPolicy): string => policy.state ?? policy.id
 
 /** A time-based policy's state for one key: the limiter's and the penalty's. */
 export interface RateRecord {
@@ -19,6 +24,12 @@ export interface RateRecord {
   readonly state: readonly number[]
   /** The layout `state` was written in; a record of another is read as fresh. */
   readonly v?: number
+  /**
+   * The fingerprint of the spec that wrote `state` (`Policy.fingerprint`), and that spec:
+   * a policy of another fingerprint carries the state over to its own spec on load.
+   */
+  readonly f?: string
+  readonly spec?: NormalizedRateSpec
   /** Refusals counted since `since`, blocked until `until` (penalty only). */
   readonly strikes?: Strikes
 }
@@ -95,7 +106,19 @@ class RateEntry {
     kernel.resize(1)
     const record = loaded?.v === RECORD_VERSION ? loaded : undefined
     if (record === undefined) kernel.clear(0, now)
-    else kernel.write(0, record.state)
+    else if (
+      record.f !== undefined &&
+      record.spec?.algorithm === policy.spec.algorithm &&
+      policy.fingerprint !== undefined &&
+      record.f !== policy.fingerprint
+    ) {
+      // Written under another spec of this name: carried over once, in this operation; the
+      // record written back names the new spec, so the next load converts nothing.
+      const from = rateKernel(record.spec)
+      from.resize(1)
+      from.write(0, record.state)
+      kernel.carry(0, now, from, 0, policy.carry ?? 'proportional')
+    } else kernel.write(0, record.state)
     this.kernel = kernel
     this.strikes = loaded?.strikes
     this.#loaded = loaded
@@ -158,9 +181,12 @@ class RateEntry {
     const fresh = !this.kernel.ageless && this.kernel.isFresh(0, now)
     if (fresh && strikes === undefined) return undefined
     const state = this.#state()
-    return strikes === undefined
-      ? { v: RECORD_VERSION, state }
-      : { v: RECORD_VERSION, state, strikes }
+    const { fingerprint } = this.#policy
+    const written =
+      fingerprint === undefined
+        ? { v: RECORD_VERSION, state }
+        : { v: RECORD_VERSION, state, f: fingerprint, spec: this.kernel.spec }
+    return strikes === undefined ? written : { ...written, strikes }
   }
 
   /** Whether `record` differs from what was loaded. */
@@ -170,6 +196,7 @@ class RateEntry {
     const { state } = record
     return (
       loaded.v !== record.v ||
+      loaded.f !== record.f ||
       state.length !== loaded.state.length ||
       state.some((value, i) => !Object.is(value, loaded.state[i])) ||
       !sameStrikes(record.strikes, loaded.strikes)

@@ -20,7 +20,7 @@ let stores = 0
 runStoreContract(
   'denoKvStore (Deno KV, ManualClock)',
   () => denoKvStore({ kv, prefix: ['contract', ++stores], clock }),
-  { advance: (ms) => clock.advance(ms) },
+  { advance: (ms) => clock.advance(ms), carries: true },
 )
 
 runStoreModel(

@@ -862,6 +862,27 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect((await send(server, '/work')).status).toBe(200)
       })
 
+      it('reconfigure raises max at once; lowered below the slots held it refuses newcomers', async () => {
+        const store = memoryStore()
+        const work = gate()
+        const app = guarded(store, { kind: 'hold', gate: work })
+        const server = await serve(app)
+        const first = start(server, '/work')
+        await until(() => work.arrived === 1, 'the first request holds the slot')
+        const spec = app.routes[0]!.use![0]!
+        const handles = server.middleware?.(spec) as {
+          reconfigure(options: { max: number }): void
+        }
+        handles.reconfigure({ max: 2 })
+        const second = start(server, '/work')
+        await until(() => work.arrived === 2, 'a second slot once max is 2')
+        handles.reconfigure({ max: 1 })
+        expect((await send(server, '/work')).status).toBe(503)
+        work.open()
+        expect([(await first.replied).status, (await second.replied).status]).toEqual([200, 200])
+        await until(() => store.inFlight === 0, 'both slots are released')
+      })
+
       it('holds the slot of a client that hangs up until its handler is done; its signal aborts', async () => {
         const store = memoryStore()
         const work = gate()
@@ -1433,6 +1454,42 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect((await handles.get(long))[0]?.remaining).toBe(0)
         await handles.resetKey(long)
         expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(200)
+      })
+
+      it("reconfigure changes the limit in place, carrying each key's state over", async () => {
+        const { clock, store } = manual()
+        const limited: MiddlewareSpec = {
+          rateLimit: {
+            name: 'api',
+            algorithm: 'fixed-window',
+            limit: 2,
+            window: '1m',
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          use: [limited],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        expect(await statuses(server, '/', 2)).toEqual([200, 200])
+        const handles = server.middleware?.(limited) as {
+          reconfigure(options: RateLimitOptions, how?: { carry?: string }): void
+        }
+        expect(() => handles.reconfigure({ algorithm: 'token-bucket', limit: 4 })).toThrow(
+          /"algorithm" must stay 'fixed-window'/,
+        )
+        // Proportional: 2 of 2 used is 4 of 4 used; no fresh budget for anyone.
+        handles.reconfigure({ algorithm: 'fixed-window', limit: 4, window: '1m' })
+        const refused = await send(server, '/')
+        expect(refused.status).toBe(429)
+        expect(lines(refused, 'RateLimit-Policy')).toEqual(['RateLimit-Policy: "api";q=4;w=60'])
+        // Additive: the 2 permits added are free at once.
+        handles.reconfigure(
+          { algorithm: 'fixed-window', limit: 6, window: '1m' },
+          { carry: 'additive' },
+        )
+        expect(await statuses(server, '/', 3)).toEqual([200, 200, 429])
       })
 
       it('resetKey with a limit per request forgets the key under every plan it met', async () => {

@@ -14,6 +14,12 @@ export interface StoreContractOptions {
    * windows of a few hundred milliseconds.
    */
   advance?: (ms: number) => void | Promise<void>
+  /**
+   * Whether the store keeps a policy's state by name and carries it over to a changed spec
+   * of the same algorithm (a reconfiguration), as the memory store does; else it keeps each
+   * spec's state apart (by `Policy.id`). Default false.
+   */
+  carries?: boolean
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -251,32 +257,64 @@ export function runStoreContract(
       expect(outcomes.filter((o) => o.allowed)).toHaveLength(7)
     })
 
-    it('never mixes the state of policies that differ, named alike or not', async () => {
+    it('never mixes the state of policies of different algorithms, named alike or not', async () => {
       const store = await makeStore()
       const key = uniqueKey('compose')
       // Issue 10: one name ("default") for two specs shared one Redis key.
       const fixed = policy({ name: 'same', algorithm: 'fixed-window', limit: 1, window: '1h' })
       const sliding = policy({ name: 'same', algorithm: 'sliding-window', limit: 1, window: '1h' })
-      const bigger = policy({ name: 'same', algorithm: 'fixed-window', limit: 3, window: '1h' })
       expect((await store.take(key, [fixed], 1)).allowed).toBe(true)
       expect((await store.take(key, [sliding], 1)).allowed).toBe(true)
-      expect((await store.take(key, [bigger], 1)).results[0]?.remaining).toBe(2)
       expect((await store.take(key, [fixed], 1)).allowed).toBe(false)
+      expect((await store.take(key, [sliding], 1)).allowed).toBe(false)
       // Unnamed policies get names from their spec; equal specs are one policy.
       const a = policy({ limit: 2, window: '1h' })
       const b = policy({ limit: 2, window: '1h' })
       const c = policy({ limit: 2, window: '1h', algorithm: 'token-bucket' })
-      expect([a.name, c.name]).toEqual(['2-per-1h', '2-per-1h-token-bucket'])
+      const d = policy({ limit: 3, window: '1h' })
+      expect([a.name, c.name, d.name]).toEqual(['2-per-1h', '2-per-1h-token-bucket', '3-per-1h'])
       expect((await store.take(key, [a], 1)).results[0]?.remaining).toBe(1)
       expect((await store.take(key, [b], 1)).results[0]?.remaining).toBe(0)
       expect((await store.take(key, [c], 1)).results[0]?.remaining).toBe(1)
-      // Bulkheads of different sizes under one name are two bulkheads.
-      const two = concurrencyPolicy('pool', 2)
-      const one = concurrencyPolicy('pool', 1)
-      expect((await store.take(key, [one], 1)).allowed).toBe(true)
-      expect((await store.take(key, [two], 1)).results[0]?.remaining).toBe(1)
-      expect((await store.take(key, [one], 1)).allowed).toBe(false)
+      expect((await store.take(key, [d], 1)).results[0]?.remaining).toBe(2)
     })
+
+    if (options.carries === true) {
+      it("carries a name's state over to a changed spec of its algorithm, the last spec winning", async () => {
+        const store = await makeStore()
+        const key = uniqueKey('carry')
+        const one = policy({ name: 'same', algorithm: 'fixed-window', limit: 1, window: '1h' })
+        const three = policy({ name: 'same', algorithm: 'fixed-window', limit: 3, window: '1h' })
+        expect((await store.take(key, [one], 1)).allowed).toBe(true)
+        // All of 1 used is all of 3 used (proportional): no fresh budget under the new spec.
+        const under3 = await store.take(key, [three], 1)
+        expect([under3.allowed, under3.results[0]?.remaining]).toEqual([false, 0])
+        expect((await store.take(key, [one], 1)).allowed).toBe(false)
+        // Bulkheads of different sizes under one name share their slots; each take is
+        // checked against its own max.
+        const two = concurrencyPolicy('pool', 2)
+        const single = concurrencyPolicy('pool', 1)
+        expect((await store.take(key, [single], 1)).allowed).toBe(true)
+        expect((await store.take(key, [two], 1)).results[0]?.remaining).toBe(0)
+        expect((await store.take(key, [single], 1)).allowed).toBe(false)
+      })
+    } else {
+      it('keeps the state of specs of one name apart', async () => {
+        const store = await makeStore()
+        const key = uniqueKey('apart')
+        const fixed = policy({ name: 'same', algorithm: 'fixed-window', limit: 1, window: '1h' })
+        const bigger = policy({ name: 'same', algorithm: 'fixed-window', limit: 3, window: '1h' })
+        expect((await store.take(key, [fixed], 1)).allowed).toBe(true)
+        expect((await store.take(key, [bigger], 1)).results[0]?.remaining).toBe(2)
+        expect((await store.take(key, [fixed], 1)).allowed).toBe(false)
+        // Bulkheads of different sizes under one name are two bulkheads.
+        const two = concurrencyPolicy('pool', 2)
+        const one = concurrencyPolicy('pool', 1)
+        expect((await store.take(key, [one], 1)).allowed).toBe(true)
+        expect((await store.take(key, [two], 1)).results[0]?.remaining).toBe(1)
+        expect((await store.take(key, [one], 1)).allowed).toBe(false)
+      })
+    }
 
     for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
       it(`${algorithm}: a refund after its window never credits a later one`, async () => {
