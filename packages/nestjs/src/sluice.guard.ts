@@ -1,0 +1,152 @@
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common'
+import { Reflector } from '@nestjs/core'
+import { respond } from '@sluice/http/node'
+import type { KeyedResult } from '@sluice/keyed'
+import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
+import { type NestRequest, type NestResponse, nestResponse } from './accessors'
+import { BULKHEAD_METADATA, RATE_LIMIT_METADATA, SKIP_RATE_LIMIT_METADATA } from './decorators'
+import type { BulkheadOptions, RateLimitOptions } from './options'
+import { SluiceService } from './sluice.service'
+
+const admit = () => true
+
+/**
+ * The guard that enforces `SluiceModule`'s rate limit, and each handler's `@RateLimit()`,
+ * `@SkipRateLimit()` and `@Bulkhead()`: globally (`{ provide: APP_GUARD, useClass:
+ * SluiceGuard }`), per controller or per handler (`@UseGuards(SluiceGuard)`), on the
+ * Express and the Fastify platform alike. It sends the same RateLimit headers as every
+ * sluice adapter and refuses with a {@link RateLimitException}.
+ *
+ * Other contexts go through `getRequest` / `getResponse` (GraphQL: the request and
+ * response in the GraphQL context) and `getKey`; a WebSocket message is counted by a keyed
+ * limiter under `getKey(context)` (default: the client's address) and refused with a
+ * `WsException`.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [SluiceModule.forRoot({ limit: 100, window: '1m' })],
+ *   providers: [{ provide: APP_GUARD, useClass: SluiceGuard }],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+@Injectable()
+export class SluiceGuard implements CanActivate {
+  constructor(
+    @Inject(SluiceService) protected readonly sluice: SluiceService,
+    @Inject(Reflector) protected readonly reflector: Reflector,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()]
+    const skip = this.reflector.getAllAndOverride<boolean | undefined>(
+      SKIP_RATE_LIMIT_METADATA,
+      targets,
+    )
+    const own = this.reflector.getAllAndOverride<RateLimitOptions | undefined>(
+      RATE_LIMIT_METADATA,
+      targets,
+    )
+    const bulkhead = this.reflector.getAllAndOverride<BulkheadOptions | undefined>(
+      BULKHEAD_METADATA,
+      targets,
+    )
+    if (context.getType() === 'ws') {
+      return skip === true ? true : this.#limitMessage(context, own)
+    }
+    const req = this.getRequest(context)
+    const res = this.getResponse(context)
+    const next =
+      bulkhead === undefined
+        ? admit
+        : () =>
+            respond(
+              this.sluice.bulkheadFor(bulkhead).admit(req, res),
+              req,
+              res,
+              admit,
+              nestResponse,
+            )
+    if (skip === true) return next() as boolean | Promise<boolean>
+    const engine = this.sluice.rateLimitFor(own)
+    const key = this.getKey(context)
+    const run = (found: string | undefined) => {
+      if (found !== undefined) this.sluice.useKey(req, found)
+      return respond(engine.admit(req, res), req, res, next, nestResponse)
+    }
+    return (isPromiseLike(key) ? Promise.resolve(key).then(run) : run(key)) as
+      | boolean
+      | Promise<boolean>
+  }
+
+  /**
+   * The request to limit. Default: the HTTP request (Express's or Fastify's). Override for
+   * GraphQL: `GqlExecutionContext.create(context).getContext().req`.
+   */
+  protected getRequest(context: ExecutionContext): NestRequest {
+    return context.switchToHttp().getRequest<NestRequest>()
+  }
+
+  /**
+   * The response that takes the headers. Default: the HTTP response. Override for
+   * GraphQL: `GqlExecutionContext.create(context).getContext().res` (Apollo on Express)
+   * or `.reply` (Mercurius).
+   */
+  protected getResponse(context: ExecutionContext): NestResponse {
+    return context.switchToHttp().getResponse<NestResponse>()
+  }
+
+  /**
+   * The key a request counts under, or `undefined` for the `key` option (default: the
+   * client address). Override to count by user, API key or tenant; for a WebSocket
+   * message, the default is the client's address.
+   *
+   * @example
+   * ```ts
+   * class UserGuard extends SluiceGuard {
+   *   protected override getKey(context: ExecutionContext) {
+   *     return context.switchToHttp().getRequest().user?.id
+   *   }
+   * }
+   * ```
+   */
+  protected getKey(context: ExecutionContext): MaybePromise<string | undefined> {
+    if (context.getType() !== 'ws') return undefined
+    const client = context.switchToWs().getClient<WsClient>()
+    return (
+      client?._socket?.remoteAddress ?? client?.handshake?.address ?? client?.conn?.remoteAddress
+    )
+  }
+
+  /**
+   * The exception a refused WebSocket message throws. Default: a `WsException` with
+   * `{ status: 'error', message: 'Too Many Requests', retryAfterMs }`, which Nest's
+   * gateway filter sends to the client as an `exception` event.
+   */
+  protected async messageRefused(_context: ExecutionContext, result: KeyedResult): Promise<Error> {
+    const { WsException } = await import('@nestjs/websockets')
+    return new WsException({
+      status: 'error',
+      message: 'Too Many Requests',
+      retryAfterMs: result.retryAfterMs,
+    })
+  }
+
+  async #limitMessage(
+    context: ExecutionContext,
+    own: RateLimitOptions | undefined,
+  ): Promise<boolean> {
+    const key = (await this.getKey(context)) ?? 'unknown'
+    const result = await this.sluice.messageLimiterFor(own).consume(key)
+    if (result.allowed) return true
+    throw await this.messageRefused(context, result)
+  }
+}
+
+/** What the guard reads of a WebSocket client (`ws` or socket.io) to find its address. */
+interface WsClient {
+  _socket?: { remoteAddress?: string }
+  handshake?: { address?: string }
+  conn?: { remoteAddress?: string }
+}
