@@ -36,8 +36,9 @@ export function RateLimit(options: RateLimitOptions = {}): ClassOrMethodDecorato
 
 /**
  * Lets a controller's or a handler's requests through without counting them against any
- * rate limit of the guard (a bulkhead still applies). `@SkipRateLimit(false)` on a
- * handler limits it again inside a skipped controller.
+ * rate limit of the guard (a bulkhead still applies); given names, skips only the
+ * policies of those names (`@SkipRateLimit(['short'])`, as `@SkipThrottle({ short: true })`).
+ * `@SkipRateLimit(false)` on a handler limits it again inside a skipped controller.
  *
  * @example
  * ```ts
@@ -46,11 +47,14 @@ export function RateLimit(options: RateLimitOptions = {}): ClassOrMethodDecorato
  * health() { return 'ok' }
  * ```
  */
-export function SkipRateLimit(skip = true): ClassOrMethodDecorator {
-  if (typeof skip !== 'boolean') {
-    throw new TypeError(`@SkipRateLimit: "skip" must be a boolean, got ${String(skip)}`)
+export function SkipRateLimit(skip: boolean | readonly string[] = true): ClassOrMethodDecorator {
+  const names = Array.isArray(skip) && skip.every((name) => typeof name === 'string')
+  if (typeof skip !== 'boolean' && !names) {
+    throw new TypeError(
+      `@SkipRateLimit: "skip" must be a boolean or an array of policy names, got ${String(skip)}`,
+    )
   }
-  return SetMetadata(SKIP_RATE_LIMIT_METADATA, skip)
+  return SetMetadata(SKIP_RATE_LIMIT_METADATA, names ? Object.freeze([...skip]) : skip)
 }
 
 /**

@@ -40,7 +40,7 @@ export class SluiceGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()]
-    const skip = this.reflector.getAllAndOverride<boolean | undefined>(
+    const skip = this.reflector.getAllAndOverride<boolean | readonly string[] | undefined>(
       SKIP_RATE_LIMIT_METADATA,
       targets,
     )
@@ -53,7 +53,7 @@ export class SluiceGuard implements CanActivate {
       targets,
     )
     if (context.getType() === 'ws') {
-      return skip === true ? true : this.#limitMessage(context, own)
+      return skip === true ? true : this.#limitMessage(context, own, skip)
     }
     const req = this.getRequest(context)
     const res = this.getResponse(context)
@@ -69,7 +69,7 @@ export class SluiceGuard implements CanActivate {
               nestResponse,
             )
     if (skip === true) return next() as boolean | Promise<boolean>
-    const engine = this.sluice.rateLimitFor(own)
+    const engine = this.sluice.rateLimitFor(own, skip === false ? undefined : skip)
     const key = this.getKey(context)
     const run = (found: string | undefined) => {
       if (found !== undefined) this.sluice.useKey(req, found)
@@ -136,9 +136,11 @@ export class SluiceGuard implements CanActivate {
   async #limitMessage(
     context: ExecutionContext,
     own: RateLimitOptions | undefined,
+    skip: false | readonly string[] | undefined,
   ): Promise<boolean> {
     const key = (await this.getKey(context)) ?? 'unknown'
-    const result = await this.sluice.messageLimiterFor(own).consume(key)
+    const limiter = this.sluice.messageLimiterFor(own, skip === false ? undefined : skip)
+    const result = await limiter.consume(key)
     if (result.allowed) return true
     throw await this.messageRefused(context, result)
   }

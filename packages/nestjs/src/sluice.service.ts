@@ -8,6 +8,9 @@ import type { BulkheadOptions, RateLimitOptions, SluiceModuleOptions } from './o
 /** The injection token of the module's options. */
 export const SLUICE_OPTIONS = Symbol('sluice:module-options')
 
+/** The cache key of "no policy skipped". */
+const NONE = {}
+
 /** The option names of one policy, which a handler's `@RateLimit()` merges by name. */
 const POLICY_KEYS = [
   'algorithm',
@@ -90,9 +93,14 @@ export class SluiceService {
   /** The module's own rate limit. */
   readonly engine: RateLimitEngine<NestRequest, NestResponse>
   readonly #options: Options
-  readonly #engines = new WeakMap<object, RateLimitEngine<NestRequest, NestResponse>>()
+  readonly #engines = new WeakMap<
+    object,
+    WeakMap<object, RateLimitEngine<NestRequest, NestResponse>>
+  >()
   readonly #bulkheads = new WeakMap<object, BulkheadEngine<NestRequest, NestResponse>>()
-  readonly #messages = new WeakMap<object, KeyedLimiter>()
+  readonly #messages = new WeakMap<object, WeakMap<object, KeyedLimiter>>()
+  /** The fixed lists behind the policy functions `#merge` makes. */
+  readonly #replacing = new WeakMap<object, PolicyOptions[]>()
   /** Keys a guard's `getKey` found, by request, for the engines' key extractor. */
   readonly #keys = new WeakMap<object, string>()
 
@@ -107,13 +115,26 @@ export class SluiceService {
     this.engine = this.#build(this.#options, 'SluiceModule.forRoot')
   }
 
-  /** The rate limit for a handler: the module's, or the module's under a `@RateLimit()`. */
-  rateLimitFor(own: RateLimitOptions | undefined): RateLimitEngine<NestRequest, NestResponse> {
-    if (own === undefined) return this.engine
-    let engine = this.#engines.get(own)
+  /**
+   * The rate limit for a handler: the module's, or the module's under a `@RateLimit()`,
+   * without the policies `skip` names (`@SkipRateLimit(['short'])`).
+   */
+  rateLimitFor(
+    own: RateLimitOptions | undefined,
+    skip?: readonly string[],
+  ): RateLimitEngine<NestRequest, NestResponse> {
+    if (own === undefined && skip === undefined) return this.engine
+    const at = own ?? this.#options
+    let bySkip = this.#engines.get(at)
+    if (bySkip === undefined) {
+      bySkip = new WeakMap()
+      this.#engines.set(at, bySkip)
+    }
+    const skipKey = skip ?? NONE
+    let engine = bySkip.get(skipKey)
     if (engine === undefined) {
-      engine = this.#build(this.#merge(own as Options), 'RateLimit')
-      this.#engines.set(own, engine)
+      engine = this.#build(this.#merge(own as Options | undefined, skip), 'RateLimit')
+      bySkip.set(skipKey, engine)
     }
     return engine
   }
@@ -137,12 +158,20 @@ export class SluiceService {
    * The keyed limiter for messages (WebSocket, or any context without HTTP): the same
    * policies and store as `rateLimitFor(own)`, keyed by the guard's `getKey`.
    */
-  messageLimiterFor(own: RateLimitOptions | undefined): KeyedLimiter {
+  messageLimiterFor(own: RateLimitOptions | undefined, skip?: readonly string[]): KeyedLimiter {
     const at = own ?? this.#options
-    let limiter = this.#messages.get(at)
+    let bySkip = this.#messages.get(at)
+    if (bySkip === undefined) {
+      bySkip = new WeakMap()
+      this.#messages.set(at, bySkip)
+    }
+    let limiter = bySkip.get(skip ?? NONE)
     if (limiter === undefined) {
-      const options = own === undefined ? this.#options : this.#merge(own as Options)
-      const policies = policiesOf(options)
+      const options =
+        own === undefined && skip === undefined
+          ? this.#options
+          : this.#merge(own as Options | undefined, skip)
+      const policies = this.#replacing.get(options.policies as object) ?? policiesOf(options)
       if (policies === 'dynamic') {
         throw new TypeError(
           '@sluice/nestjs: a "limit" or "policies" function needs an HTTP request; messages take fixed policies',
@@ -153,7 +182,7 @@ export class SluiceService {
         store: this.store,
         ...(options.clock ? { clock: options.clock as never } : {}),
       })
-      this.#messages.set(at, limiter)
+      bySkip.set(skip ?? NONE, limiter)
     }
     return limiter
   }
@@ -178,8 +207,16 @@ export class SluiceService {
     return this.engine.keyFor(req)
   }
 
-  #merge(own: Options): Options {
-    const module = policiesOf(this.#options)
+  #merge(own: Options | undefined, skip: readonly string[] | undefined): Options {
+    let module = policiesOf(this.#options)
+    if (skip !== undefined && Array.isArray(module)) {
+      module = module.filter((p) => p.name === undefined || !skip.includes(p.name))
+    }
+    if (own === undefined) {
+      if (module === undefined || module === 'dynamic') return this.#options
+      if (module.length === 0) return { ...restOf(this.#options), skip: () => true }
+      return { ...restOf(this.#options), policies: module }
+    }
     const mine = policiesOf(own)
     const merged: Options = { ...restOf(this.#options), ...restOf(own) }
     if (mine === undefined) {
@@ -188,7 +225,24 @@ export class SluiceService {
     } else if (mine === 'dynamic' || module === 'dynamic') {
       return { ...merged, ...policyFields(own) }
     } else {
-      merged.policies = mergePolicies(module ?? [{}], mine)
+      const policies = mergePolicies(module ?? [{}], mine)
+      const replaced = mine.some(
+        (p) => p.name !== undefined && module?.some((m) => m.name === p.name && m !== p),
+      )
+      if (!replaced) {
+        merged.policies = policies
+      } else {
+        // The contract's "same name replaces": this handler counts a policy of the module's
+        // name under its own spec. A fixed list would be refused by the store's name
+        // claims (one name, two specs, one store), which guard against exactly this in
+        // plain middleware; a list given as a function is not claimed. Its state is still
+        // apart from the module's: the store keys state by name and spec. Checked here,
+        // since a function's policies are compiled at the first request.
+        keyedLimiter({ policies })
+        const pick = () => policies
+        this.#replacing.set(pick, policies)
+        merged.policies = pick
+      }
     }
     return merged
   }
