@@ -1,4 +1,7 @@
 import { SetMetadata } from '@nestjs/common'
+import { memoryStore } from '@sluice/http'
+import { BulkheadEngine, RateLimitEngine } from '@sluice/http/adapter'
+import { nestRequest, nestResponse } from './accessors'
 import type { BulkheadOptions, RateLimitOptions } from './options'
 
 /** Metadata keys of the decorators, read by `SluiceGuard` through Nest's `Reflector`. */
@@ -31,6 +34,7 @@ export function RateLimit(options: RateLimitOptions = {}): ClassOrMethodDecorato
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`@RateLimit: "options" must be an object, got ${String(options)}`)
   }
+  check(RateLimitEngine, options, 'RateLimit')
   return SetMetadata(RATE_LIMIT_METADATA, options)
 }
 
@@ -75,5 +79,24 @@ export function Bulkhead(options: BulkheadOptions = {}): ClassOrMethodDecorator 
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`@Bulkhead: "options" must be an object, got ${String(options)}`)
   }
+  check(BulkheadEngine, options, 'Bulkhead')
   return SetMetadata(BULKHEAD_METADATA, options)
+}
+
+/**
+ * Validates a decorator's options when the class is defined, as every sluice factory does
+ * at construction: the guard builds the real engine at the first request, on the module's
+ * store. This one, on a store of its own, is dropped.
+ */
+function check(
+  Engine: typeof RateLimitEngine | typeof BulkheadEngine,
+  options: object,
+  factory: string,
+): void {
+  new Engine({
+    options: { store: memoryStore(), ...options },
+    request: nestRequest,
+    response: nestResponse,
+    factory,
+  })
 }

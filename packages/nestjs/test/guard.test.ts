@@ -332,3 +332,16 @@ describe.each(platforms)('@Bulkhead on %s', (platform) => {
     expect(again.text).toBe('done')
   })
 })
+
+describe('decorator options', () => {
+  it('are checked when the class is defined, naming the decorator and the option', () => {
+    expect(() => RateLimit({ windowMs: 1000 } as never)).toThrow(
+      `RateLimit: unknown option "windowMs" (use "window": milliseconds or a string such as '15m')`,
+    )
+    expect(() => RateLimit({ limit: -1 })).toThrow(/^RateLimit: "limit"/)
+    expect(() => Bulkhead({ max: 0 })).toThrow(/^Bulkhead: "max"/)
+    expect(() => SkipRateLimit('yes' as never)).toThrow(
+      '@SkipRateLimit: "skip" must be a boolean or an array of policy names, got yes',
+    )
+  })
+})
