@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common'
 import { APP_GUARD } from '@nestjs/core'
 import { ManualClock } from '@sluice/core'
+import { listen } from '@sluice/http/testing'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
 import {
@@ -190,6 +191,26 @@ describe.each(platforms)('SluiceGuard on %s', (platform) => {
       status: 429,
       'violated-policies': ['1-per-1m'],
     })
+  })
+
+  it('publishes a sluice:rate-limit event per decided request, none for skipped ones', async () => {
+    const app = await nestApp(platform, global({ limit: 1, window: '1m' }))
+    const events = listen<{ policy: string; allowed: boolean; enforced: boolean }>(
+      'sluice:rate-limit',
+    )
+    try {
+      await request(app.getHttpServer()).get('/a').expect(200)
+      await request(app.getHttpServer()).get('/health').expect(200)
+      await request(app.getHttpServer()).get('/a').expect(429)
+    } finally {
+      events.stop()
+    }
+    expect(
+      events.events.map(({ policy, allowed, enforced }) => [policy, allowed, enforced]),
+    ).toEqual([
+      ['1-per-1m', true, true],
+      ['1-per-1m', false, true],
+    ])
   })
 
   it('refuses nothing in dry run', async () => {
