@@ -10,6 +10,19 @@ import { SluiceService } from './sluice.service'
 
 const admit = () => true
 
+/** What the decorators set for one handler of one class. */
+interface HandlerMetadata {
+  readonly skip: boolean | readonly string[] | undefined
+  readonly own: RateLimitOptions | undefined
+  readonly bulkhead: BulkheadOptions | undefined
+}
+
+/**
+ * Decorator metadata by handler and class: fixed once the app is built, and read on
+ * every request otherwise (three reflector lookups over two targets).
+ */
+const metadataCache = new WeakMap<object, WeakMap<object, HandlerMetadata>>()
+
 /**
  * The guard that enforces `SluiceModule`'s rate limit, and each handler's `@RateLimit()`,
  * `@SkipRateLimit()` and `@Bulkhead()`: globally (`{ provide: APP_GUARD, useClass:
@@ -39,19 +52,7 @@ export class SluiceGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()]
-    const skip = this.reflector.getAllAndOverride<boolean | readonly string[] | undefined>(
-      SKIP_RATE_LIMIT_METADATA,
-      targets,
-    )
-    const own = this.reflector.getAllAndOverride<RateLimitOptions | undefined>(
-      RATE_LIMIT_METADATA,
-      targets,
-    )
-    const bulkhead = this.reflector.getAllAndOverride<BulkheadOptions | undefined>(
-      BULKHEAD_METADATA,
-      targets,
-    )
+    const { skip, own, bulkhead } = this.#metadata(context)
     if (context.getType() === 'ws') {
       return skip === true ? true : this.#limitMessage(context, own, skip)
     }
@@ -78,6 +79,28 @@ export class SluiceGuard implements CanActivate {
     return (isPromiseLike(key) ? Promise.resolve(key).then(run) : run(key)) as
       | boolean
       | Promise<boolean>
+  }
+
+  /** What the decorators set for this handler, read once per handler and class. */
+  #metadata(context: ExecutionContext): HandlerMetadata {
+    const handler = context.getHandler()
+    const target = context.getClass()
+    let byClass = metadataCache.get(handler)
+    if (byClass === undefined) {
+      byClass = new WeakMap()
+      metadataCache.set(handler, byClass)
+    }
+    let found = byClass.get(target)
+    if (found === undefined) {
+      const targets = [handler, target]
+      found = {
+        skip: this.reflector.getAllAndOverride(SKIP_RATE_LIMIT_METADATA, targets),
+        own: this.reflector.getAllAndOverride(RATE_LIMIT_METADATA, targets),
+        bulkhead: this.reflector.getAllAndOverride(BULKHEAD_METADATA, targets),
+      }
+      byClass.set(target, found)
+    }
+    return found
   }
 
   /**
