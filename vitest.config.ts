@@ -30,9 +30,14 @@ const projects: TestProjectInlineConfiguration[] = workspaceDirs.map((dir) => {
 
 const DECORATOR_LINE = /^\s*@[A-Za-z_$][\w$.]*\s*(\(|$)/m
 
+// Packages written for TypeScript's legacy decorators (`experimentalDecorators` with
+// `emitDecoratorMetadata`, as NestJS apps compile), whose own tsconfig says so.
+const LEGACY_DECORATORS = ['/packages/nestjs/']
+
 /**
  * Vite 8's transformer leaves TC39 standard decorators untouched, so files that use `@`
- * syntax are compiled by TypeScript itself before vite sees them.
+ * syntax are compiled by TypeScript itself before vite sees them: as TC39 decorators, or
+ * as legacy ones with their design-type metadata for the packages that use those.
  */
 function tc39Decorators(): Plugin {
   return {
@@ -50,6 +55,9 @@ function tc39Decorators(): Plugin {
           sourceMap: true,
           inlineSources: true,
           verbatimModuleSyntax: false,
+          ...(LEGACY_DECORATORS.some((dir) => id.includes(dir))
+            ? { experimentalDecorators: true, emitDecoratorMetadata: true }
+            : {}),
         },
       })
       return { code: out.outputText, map: out.sourceMapText ?? null }

@@ -1,0 +1,134 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { RequestAccessors } from '@sluice/http/adapter'
+import { headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
+import { RateLimitException } from './exception'
+
+/**
+ * The request a Nest HTTP handler sees: Express's (an `IncomingMessage` with `ip`, `app`,
+ * `route`) or Fastify's (`FastifyRequest`, with the Node request as `raw`). Typed by what
+ * the guard reads, so this package imports neither platform.
+ */
+export interface NestRequest {
+  readonly method?: string
+  readonly url?: string
+  readonly originalUrl?: string
+  readonly ip?: string
+  readonly headers: IncomingMessage['headers']
+  /** Fastify: the Node request. */
+  readonly raw?: IncomingMessage
+  /** Fastify: the matched route. */
+  readonly routeOptions?: { readonly url?: string }
+  /** Express: the matched route. */
+  readonly route?: { readonly path?: unknown }
+  /** Express: the application, for its `trust proxy` setting. */
+  readonly app?: { get(name: string): unknown }
+  /** Express: the response, whose `locals` takes the guard's per-request marks. */
+  readonly res?: { readonly locals?: object }
+  /** Fastify: the instance, holding its `trustProxy` option. */
+  readonly server?: object
+}
+
+/** The response of a Nest HTTP handler: Express's `Response` or Fastify's `FastifyReply`. */
+export interface NestResponse {
+  /** Fastify: the Node response. */
+  readonly raw?: ServerResponse
+  /** Fastify: sets a reply header. */
+  header?(name: string, value: string): unknown
+  getHeader(name: string): number | string | readonly string[] | undefined
+}
+
+const isFastify = (req: NestRequest) => req.raw !== undefined
+
+/** The Node request behind either platform's request. */
+export const incoming = (req: NestRequest) => (req.raw ?? req) as IncomingMessage
+
+/** The Node response behind either platform's response. */
+export const outgoing = (res: NestResponse) => (res.raw ?? res) as ServerResponse
+
+/**
+ * Fastify's `trustProxy` option, which it keeps only among the options of the instance
+ * (under its `fastify.options` symbol): no public API reports it.
+ */
+function fastifyTrustProxy(request: NestRequest): unknown {
+  for (let o: object | null = request.server ?? null; o !== null; o = Object.getPrototypeOf(o)) {
+    const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
+    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]?.trustProxy
+  }
+}
+
+const trustProxy = (req: NestRequest): unknown =>
+  isFastify(req) ? fastifyTrustProxy(req) : req.app?.get('trust proxy')
+
+/**
+ * How `@sluice/http` reads a Nest request on either platform: `req.ip` honours the
+ * platform's proxy setting (Express's `trust proxy`, Fastify's `trustProxy`); the route
+ * pattern is known, since Nest routes before guards run.
+ */
+export const nestRequest: RequestAccessors<NestRequest> = {
+  ip: (req) => req.ip,
+  method: (req) => req.method ?? 'GET',
+  path: (req) => (req.originalUrl ?? req.url ?? '/').split('?', 1)[0] ?? '/',
+  route: (req) => {
+    const url = req.routeOptions?.url
+    if (url !== undefined) return url
+    const path = req.route?.path
+    return path === undefined ? undefined : String(path)
+  },
+  header: (req, name) => headerOf(req.headers, name),
+  // Express swaps every request's prototype, which makes each property added to it slow
+  // (see @sluice/express); res.locals is a dictionary made per request.
+  slot: (req) => req.res?.locals ?? req,
+  proxy: {
+    texts: {
+      permissive:
+        "The platform trusts every proxy (Express's `trust proxy` or Fastify's `trustProxy` is true), so req.ip is the leftmost X-Forwarded-For address, which any client can set: every request can pick its own rate-limit key. Trust the number of proxies in front of the app, or their addresses.",
+      untrusted:
+        "An X-Forwarded-For header arrived while the platform trusts no proxy: if the app runs behind one, every client shares the proxy's address and one rate-limit key. Set Express's `trust proxy` (app.set('trust proxy', 1)) or Fastify's `trustProxy` (new FastifyAdapter({ trustProxy: 1 })).",
+      noProxy: (watched) =>
+        `The platform trusts a proxy, but none of the first ${watched} requests carried X-Forwarded-For: if no proxy is in front of the app, any client can send that header and choose its own rate-limit key. Stop trusting proxies, or check that the proxy sets the header.`,
+    },
+    view: (req) => {
+      const setting = trustProxy(req)
+      return {
+        trusted: Boolean(setting),
+        permissive: setting === true,
+        forwarded: req.headers['x-forwarded-for'] !== undefined,
+      }
+    },
+  },
+}
+
+/** What the guard passes `respond` as `next`: going on means letting the request through. */
+export type Admit = () => unknown
+
+/**
+ * How `@sluice/http/node` answers through a Nest guard. A guard cannot send a response on
+ * every platform, so a refusal is thrown as a {@link RateLimitException} for Nest's
+ * exception layer to send (and the app's filters to see), headers already on the
+ * response; a failure is rethrown the same way.
+ */
+export const nestResponse: NodeAccessors<NestRequest, NestResponse, Admit> = {
+  getHeader: (res, name) => res.getHeader(name),
+  setHeader: (res, name, value) => {
+    // Fastify keeps its reply's headers apart from the Node response until it sends; one
+    // set on the Node response would lose to a Content-Type Fastify sets itself.
+    if (res.raw !== undefined && res.header !== undefined) res.header(name, value)
+    else outgoing(res).setHeader(name, value)
+  },
+  signal: (req, res) => requestSignal(incoming(req), outgoing(res)),
+  status: (res) => outgoing(res).statusCode,
+  incoming,
+  outgoing,
+  send: (_req, res, status, refusal) => {
+    throw new RateLimitException(status, refusal, res)
+  },
+  expose: (req, name, value) => {
+    ;(req as unknown as Record<string, unknown>)[name] = value
+  },
+  limited: () => {
+    throw new TypeError('@sluice/nestjs: onLimited is not an option here; use an exception filter')
+  },
+  fail: (error) => {
+    throw error
+  },
+}
