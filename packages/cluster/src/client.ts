@@ -188,7 +188,8 @@ export function clientStore(
       health.answered(0)
       return reply
     } catch (error) {
-      health.fail(0, key, error as ClusterStoreError, since)
+      // A store closed on purpose is no outage.
+      if (!client.closed) health.fail(0, key, error as ClusterStoreError, since)
       throw error
     }
   }

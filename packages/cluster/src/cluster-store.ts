@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Clock, Duration } from '@sluice/core'
 import { describe, readOneOf, readOptions } from '@sluice/core/validation'
-import { memoryStore } from '@sluice/keyed'
+import { type LeaseOptions, memoryStore, withLeases } from '@sluice/keyed'
 import {
   emitWarning,
   REMOTE_STORE_OPTIONS,
@@ -54,6 +54,14 @@ export interface ClusterStoreOptions extends RemoteStoreOptions<ClusterStoreErro
   clock?: Clock
   /** Longest wait for the host's answer before the call counts as failed. Default `'1s'`. */
   timeout?: Duration
+  /**
+   * Quota leases (`withLeases` of `@sluice/keyed`) in the workers: each takes a block of
+   * permits (`share` of the capacity, default 0.001) in one call to the host and decides
+   * locally until it is spent or `ttl` (default `'1s'`) ends. Admits at most N × block
+   * beyond the limit with N workers (0 for a fixed window): see the README. The host
+   * decides its own calls exactly. Default: off, every decision one call to the host.
+   */
+  lease?: LeaseOptions
 }
 
 const FACTORY = 'clusterStore'
@@ -101,11 +109,6 @@ const hosted = new Set<string>()
  */
 export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
   readOptions(FACTORY, options, OPTIONS)
-  if ((options as { lease?: unknown }).lease !== undefined) {
-    throw new TypeError(
-      `${FACTORY}: "lease" is not available yet (quota leases come with withLeases of @sluice/keyed); every decision is exact, got ${describe((options as { lease?: unknown }).lease)}`,
-    )
-  }
   const name = readName(options.name)
   const pm2 = process.env.pm_id !== undefined
   const transport = readOneOf<'ipc' | 'socket'>(
@@ -137,7 +140,8 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
 
   if (!isHost) {
     const connect = transport === 'ipc' ? ipcLink(name) : socketLink(path, name)
-    return clientStore(FACTORY, connect, name, settings)
+    const client = clientStore(FACTORY, connect, name, settings)
+    return options.lease === undefined ? client : leased(client, options.lease)
   }
 
   if (hosted.has(name)) {
@@ -152,6 +156,8 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   }
   const host = new Host(memoryStore(memoryOptions))
+  // Read in the host too, so that bad lease options fail in every process alike.
+  if (options.lease !== undefined) withLeases(host.memory, options.lease, FACTORY)
   let stop: (() => void) | undefined
   let closed = false
   if (transport === 'ipc') stop = serveWorkers(host, name)
@@ -188,6 +194,32 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
     get: async (key, policies) => memory.get(key, policies),
     reset: async (key, policies) => memory.reset(key, policies),
     resetAll: async () => memory.resetAll(),
+  }
+}
+
+/** A worker's store with quota leases: its calls go through `withLeases`; `close` gives unspent permits back first. */
+function leased(client: ClusterStore, lease: LeaseOptions): ClusterStore {
+  const store = withLeases(client, lease, FACTORY)
+  return {
+    role: 'worker',
+    get status() {
+      return client.status
+    },
+    close() {
+      // A flush that fails (the host is away) leaves the permits where they are: counted.
+      store
+        .flush()
+        .catch(() => {})
+        .then(() => client.close())
+    },
+    take: async (key, policies, cost, into) => store.take(key, policies, cost, into),
+    refund: async (key, policies, cost, receipts) => store.refund(key, policies, cost, receipts),
+    force: async (key, policies, cost) => store.force(key, policies, cost),
+    block: async (key, policies, ms) => store.block(key, policies, ms),
+    release: async (key, policy, lease) => store.release(key, policy, lease),
+    get: async (key, policies) => store.get(key, policies),
+    reset: async (key, policies) => store.reset(key, policies),
+    resetAll: async () => store.resetAll(),
   }
 }
 

@@ -30,9 +30,9 @@ describe('clusterStore options', () => {
     )
   })
 
-  it('refuses "lease" while quota leases are not available', () => {
-    expect(() => clusterStore({ lease: {} } as object)).toThrow(
-      /clusterStore: "lease" is not available yet/,
+  it('reads "lease" by the rules of withLeases, in the host too', () => {
+    expect(() => clusterStore({ name: 'lease', lease: { share: 2 } })).toThrow(
+      /clusterStore: "lease.share" must be a number above 0 and at most 1/,
     )
   })
 

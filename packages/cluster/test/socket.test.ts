@@ -45,6 +45,30 @@ describe('clusterStore on a socket', () => {
     expect(worker.role).toBe('worker')
   })
 
+  it('with leases a worker takes a block in one call, decides locally, and gives back what it did not spend', async () => {
+    const path = socketPath('lease')
+    const name = `lease${++names}`
+    const host = clusterStore({ transport: 'socket', host: true, path, name })
+    opened.push(host)
+    await waitForSocket(path)
+    const worker = clusterStore({
+      transport: 'socket',
+      host: false,
+      path,
+      name,
+      lease: { share: 0.01, ttl: '1h' },
+    })
+    const policy = makePolicy(
+      { algorithm: 'fixed-window', limit: 10_000, window: 3_600_000 },
+      'leased',
+    )
+    for (let i = 0; i < 50; i++) expect((await worker.take('k', [policy], 1)).allowed).toBe(true)
+    // One block of share × limit = 100 permits taken at the host; 50 spent from it here.
+    expect((await host.get('k', [policy]))[0]!.remaining).toBe(9_900)
+    worker.close()
+    await expect.poll(async () => (await host.get('k', [policy]))[0]!.remaining).toBe(9_950)
+  })
+
   it("a closed worker's slots are free again", async () => {
     const { host } = await pair()
     const path = socketPath('slots')
