@@ -10,14 +10,10 @@ import {
 } from '@sluice/keyed/store'
 import { type ClusterStore, ClusterStoreError } from './errors'
 import type { Connect, Link, LinkHandlers } from './links'
-import { type Request, TAG, type WirePolicy } from './protocol'
+import type { Request, WirePolicy } from './protocol'
 
 /** Omit over each member of a union (the built-in one merges them). */
-type Call = Request extends infer R
-  ? R extends unknown
-    ? Omit<R, 'tag' | 'store' | 'id'>
-    : never
-  : never
+type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
 
 interface Pending {
   readonly resolve: (value: WireTake | null) => void
@@ -32,7 +28,6 @@ interface Pending {
  */
 class Client {
   readonly #connect: Connect
-  readonly #store: string
   readonly #timeoutMs: number
   readonly #pending = new Map<number, Pending>()
   #seq = 0
@@ -40,11 +35,13 @@ class Client {
   /** Each policy's number on the current link (the host keeps definitions per connection). */
   #refs = new WeakMap<Policy, number>()
   #refSeq = 0
+  /** Requests of this turn of the event loop, sent together at its end. */
+  #queue: Request[] = []
+  #flushing = false
   closed = false
 
-  constructor(connect: Connect, store: string, timeoutMs: number) {
+  constructor(connect: Connect, timeoutMs: number) {
     this.#connect = connect
-    this.#store = store
     this.#timeoutMs = timeoutMs
   }
 
@@ -87,7 +84,7 @@ class Client {
     }
     // Built after link(): a new link has forgotten the policies' numbers.
     const id = ++this.#seq
-    const request = { ...build(this), tag: TAG, store: this.#store, id } as Request
+    const request = { ...build(this), id } as Request
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id)
@@ -99,43 +96,66 @@ class Client {
         )
       }, this.#timeoutMs)
       this.#pending.set(id, { resolve, reject, timer })
-      try {
-        link.send(request)
-      } catch (error) {
-        this.#handlers.failed(id, error as Error)
+      this.#queue.push(request)
+      if (!this.#flushing) {
+        this.#flushing = true
+        // After every promise continuation of this turn: the calls they make go along.
+        setImmediate(this.#flush)
       }
     })
   }
 
-  close(): void {
+  readonly #flush = () => {
+    this.#flushing = false
+    const requests = this.#queue
+    this.#queue = []
+    const link = this.#link
+    try {
+      if (link === undefined || !link.open) throw new Error('the channel closed')
+      link.send(requests)
+    } catch (error) {
+      this.#handlers.failed(requests, error as Error)
+    }
+  }
+
+  /** Lets the calls already made (a lease's last refunds) be sent and answered, then closes. */
+  async close(): Promise<void> {
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
+    await turn()
+    while (this.#queue.length !== 0 || this.#pending.size !== 0) await turn()
     this.closed = true
     this.#link?.close()
   }
 
   readonly #handlers: LinkHandlers = {
-    receive: (reply) => {
-      const pending = this.#pending.get(reply.id)
-      if (pending === undefined) return
-      this.#pending.delete(reply.id)
-      clearTimeout(pending.timer)
-      if ('error' in reply) {
-        pending.reject(
-          new ClusterStoreError('ERR_SLUICE_CLUSTER', `the host failed: ${reply.error}`),
-        )
-      } else {
-        pending.resolve(reply.value)
+    receive: (replies) => {
+      for (const reply of replies.batch) {
+        const pending = this.#pending.get(reply.id)
+        if (pending === undefined) continue
+        this.#pending.delete(reply.id)
+        clearTimeout(pending.timer)
+        if ('error' in reply) {
+          pending.reject(
+            new ClusterStoreError('ERR_SLUICE_CLUSTER', `the host failed: ${reply.error}`),
+          )
+        } else {
+          pending.resolve(reply.value)
+        }
       }
     },
-    failed: (id, error) => {
-      const pending = this.#pending.get(id)
-      if (pending === undefined) return
-      this.#pending.delete(id)
-      clearTimeout(pending.timer)
-      pending.reject(
-        new ClusterStoreError('ERR_SLUICE_CLUSTER_CLOSED', `could not send: ${error.message}`, {
-          cause: error,
-        }),
+    failed: (requests, error) => {
+      const failure = new ClusterStoreError(
+        'ERR_SLUICE_CLUSTER_CLOSED',
+        `could not send: ${error.message}`,
+        { cause: error },
       )
+      for (const { id } of requests) {
+        const pending = this.#pending.get(id)
+        if (pending === undefined) continue
+        this.#pending.delete(id)
+        clearTimeout(pending.timer)
+        pending.reject(failure)
+      }
     },
     closed: () => {
       const error = new ClusterStoreError(
@@ -160,10 +180,9 @@ class Client {
 export function clientStore(
   factory: string,
   connect: Connect,
-  store: string,
   settings: RemoteStoreSettings<ClusterStoreError>,
 ): ClusterStore {
-  const client = new Client(connect, store, settings.timeoutMs)
+  const client = new Client(connect, settings.timeoutMs)
   const health = new StoreHealth<0, ClusterStoreError>({
     store: factory,
     onError: settings.onError,
@@ -220,7 +239,7 @@ export function clientStore(
     },
 
     close() {
-      client.close()
+      return client.close()
     },
 
     async take(key: string, policies: readonly Policy[], cost: Cost) {

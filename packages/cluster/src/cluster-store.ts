@@ -140,7 +140,7 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
 
   if (!isHost) {
     const connect = transport === 'ipc' ? ipcLink(name) : socketLink(path, name)
-    const client = clientStore(FACTORY, connect, name, settings)
+    const client = clientStore(FACTORY, connect, settings)
     return options.lease === undefined ? client : leased(client, options.lease)
   }
 
@@ -180,7 +180,7 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
   return {
     role: 'host',
     status: 'up',
-    close() {
+    async close() {
       if (closed) return
       closed = true
       hosted.delete(name)
@@ -205,12 +205,10 @@ function leased(client: ClusterStore, lease: LeaseOptions): ClusterStore {
     get status() {
       return client.status
     },
-    close() {
+    async close() {
       // A flush that fails (the host is away) leaves the permits where they are: counted.
-      store
-        .flush()
-        .catch(() => {})
-        .then(() => client.close())
+      await store.flush().catch(() => {})
+      await client.close()
     },
     take: async (key, policies, cost, into) => store.take(key, policies, cost, into),
     refund: async (key, policies, cost, receipts) => store.refund(key, policies, cost, receipts),

@@ -12,8 +12,12 @@ export interface ClusterStore extends AsyncStore {
    * answer within `timeout`, the channel closed) until the host answers again.
    */
   readonly status: 'up' | 'down'
-  /** Stops serving workers (host) or asking the host (worker); later calls follow `onError`. */
-  close(): void
+  /**
+   * Stops serving workers (host), or asking the host (worker: once the calls already made,
+   * and a lease's refunds of what it did not spend, are answered); later calls follow
+   * `onError`.
+   */
+  close(): Promise<void>
 }
 
 /**

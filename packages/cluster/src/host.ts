@@ -1,6 +1,6 @@
 import type { Lease, MemoryStore, Policy, PolicyResult } from '@sluice/keyed'
 import { makePolicy, type StoredResult, toWire, type WireTake } from '@sluice/keyed/store'
-import { type Reply, type Request, TAG, type WirePolicy } from './protocol'
+import { type Batch, type Reply, type Request, TAG, type WirePolicy } from './protocol'
 
 /** A slot a worker holds: what its release (or the worker's end) gives back. */
 interface HeldSlot {
@@ -44,14 +44,17 @@ export class Host {
     this.memory = memory
   }
 
-  /** Answers one request of `connection`. */
-  answer(connection: Connection, request: Request): Reply {
-    const { id, store } = request
-    try {
-      return { tag: TAG, store, id, value: this.#run(connection, request) }
-    } catch (error) {
-      return { tag: TAG, store, id, error: error instanceof Error ? error.message : String(error) }
-    }
+  /** Answers a batch of requests of `connection`, in order, in one batch. */
+  answer(connection: Connection, requests: Batch<Request>): Batch<Reply> {
+    const batch = requests.batch.map((request): Reply => {
+      const { id } = request
+      try {
+        return { id, value: this.#run(connection, request) }
+      } catch (error) {
+        return { id, error: error instanceof Error ? error.message : String(error) }
+      }
+    })
+    return { tag: TAG, store: requests.store, batch }
   }
 
   /** A worker is gone (exited, killed, disconnected): the slots it held are free again. */

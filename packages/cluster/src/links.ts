@@ -2,13 +2,13 @@ import cluster, { type Worker } from 'node:cluster'
 import { existsSync, unlinkSync } from 'node:fs'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { Connection, type Host } from './host'
-import { isReply, isRequest, type Reply, type Request } from './protocol'
+import { type Batch, isBatch, type Reply, type Request, TAG } from './protocol'
 
 /** What a worker's link hands its replies and its end to. */
 export interface LinkHandlers {
-  receive(reply: Reply): void
-  /** The link failed one request (it could not be sent). */
-  failed(id: number, error: Error): void
+  receive(replies: Batch<Reply>): void
+  /** The link failed these requests (they could not be sent). */
+  failed(requests: readonly Request[], error: Error): void
   /** The link is gone: every request still unanswered never will be. */
   closed(): void
 }
@@ -17,7 +17,7 @@ export interface LinkHandlers {
 export interface Link {
   /** False once closed: a request sent then fails at once. */
   readonly open: boolean
-  send(request: Request): void
+  send(requests: readonly Request[]): void
   close(): void
 }
 
@@ -31,7 +31,7 @@ export function ipcLink(store: string): Connect {
   return (handlers) => {
     let open = process.connected
     const onMessage = (message: unknown) => {
-      if (isReply(message, store)) handlers.receive(message)
+      if (isBatch<Reply>(message, store)) handlers.receive(message)
     }
     const onDisconnect = () => {
       if (!open) return
@@ -44,10 +44,11 @@ export function ipcLink(store: string): Connect {
       get open() {
         return open && process.connected
       },
-      send(request) {
+      send(requests) {
+        const batch: Batch<Request> = { tag: TAG, store, batch: requests }
         // Without a callback, a failed send is an 'error' event on process: uncaught.
-        process.send!(request, undefined, undefined, (error: Error | null) => {
-          if (error !== null) handlers.failed(request.id, error)
+        process.send!(batch, undefined, undefined, (error: Error | null) => {
+          if (error !== null) handlers.failed(requests, error)
         })
       },
       close() {
@@ -67,7 +68,7 @@ export function ipcLink(store: string): Connect {
 export function serveWorkers(host: Host, store: string): () => void {
   const connections = new Map<Worker, Connection>()
   const onMessage = (worker: Worker, message: unknown) => {
-    if (!isRequest(message, store)) return
+    if (!isBatch<Request>(message, store)) return
     let connection = connections.get(worker)
     if (connection === undefined) {
       connection = new Connection()
@@ -120,7 +121,7 @@ export function socketLink(path: string, store: string): Connect {
     // A link waiting for the host must not keep a process alive that is done otherwise.
     socket.unref()
     readLines(socket, (message) => {
-      if (isReply(message, store)) handlers.receive(message)
+      if (isBatch<Reply>(message, store)) handlers.receive(message)
     })
     socket.on('error', ignore)
     socket.on('close', () => {
@@ -131,8 +132,9 @@ export function socketLink(path: string, store: string): Connect {
       get open() {
         return open
       },
-      send(request) {
-        socket.write(`${JSON.stringify(request)}\n`)
+      send(requests) {
+        const batch: Batch<Request> = { tag: TAG, store, batch: requests }
+        socket.write(`${JSON.stringify(batch)}\n`)
       },
       close() {
         socket.destroy()
@@ -153,7 +155,7 @@ export async function serveSocket(host: Host, store: string, path: string): Prom
     socket.setNoDelay(true)
     const connection = new Connection()
     readLines(socket, (message) => {
-      if (!isRequest(message, store)) return
+      if (!isBatch<Request>(message, store)) return
       socket.write(`${JSON.stringify(host.answer(connection, message))}\n`)
     })
     socket.on('error', ignore)

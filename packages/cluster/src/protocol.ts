@@ -19,7 +19,7 @@ export type WirePolicy =
     }
 
 /** One call of a worker's store, answered by a {@link Reply} with the same `id`. */
-export type Request = { readonly tag: typeof TAG; readonly store: string; readonly id: number } & (
+export type Request = { readonly id: number } & (
   | {
       readonly op: 'take' | 'force'
       readonly key: string
@@ -61,27 +61,30 @@ export type Request = { readonly tag: typeof TAG; readonly store: string; readon
  * The host's answer: a decision (take, force, get) as `toWire` of `@sluice/keyed/store`
  * writes it, null for the calls that answer nothing, or the message of the host's error.
  */
-export type Reply = { readonly tag: typeof TAG; readonly store: string; readonly id: number } & (
+export type Reply = { readonly id: number } & (
   | { readonly value: WireTake | null }
   | { readonly error: string }
 )
 
-export function isRequest(message: unknown, store: string): message is Request {
-  return (
-    typeof message === 'object' &&
-    message !== null &&
-    (message as Request).tag === TAG &&
-    (message as Request).store === store &&
-    'op' in message
-  )
+/**
+ * What travels: the calls a worker made in one turn of its event loop, or the host's
+ * answers to them, in one message. Under load one message carries many decisions, so the
+ * cost of a message (a write, a read, an event on each side) is shared.
+ */
+export interface Batch<T> {
+  readonly tag: typeof TAG
+  /** The store's `name`: stores of different names share nothing. */
+  readonly store: string
+  readonly batch: readonly T[]
 }
 
-export function isReply(message: unknown, store: string): message is Reply {
+/** Whether `message` is a batch of the store named `store`. */
+export function isBatch<T>(message: unknown, store: string): message is Batch<T> {
   return (
     typeof message === 'object' &&
     message !== null &&
-    (message as Reply).tag === TAG &&
-    (message as Reply).store === store &&
-    !('op' in message)
+    (message as Batch<T>).tag === TAG &&
+    (message as Batch<T>).store === store &&
+    Array.isArray((message as Batch<T>).batch)
   )
 }

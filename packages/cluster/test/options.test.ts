@@ -36,13 +36,13 @@ describe('clusterStore options', () => {
     )
   })
 
-  it('hosts once per name in a process', () => {
+  it('hosts once per name in a process', async () => {
     const store = clusterStore({ name: 'once' })
     expect(() => clusterStore({ name: 'once' })).toThrow(
       'clusterStore: a store named "once" is already hosted in this process; give each store its own "name"',
     )
-    store.close()
-    clusterStore({ name: 'once' }).close()
+    await store.close()
+    await clusterStore({ name: 'once' }).close()
   })
 
   it('in the primary it is the host and decides in this process', async () => {
@@ -55,6 +55,6 @@ describe('clusterStore options', () => {
     expect(store.status).toBe('up')
     expect((await store.take('k', [policy], 2)).allowed).toBe(true)
     expect((await store.take('k', [policy], 1)).allowed).toBe(false)
-    store.close()
+    await store.close()
   })
 })

@@ -21,8 +21,8 @@ async function pair(options: { clock?: ManualClock } = {}) {
   return { host, worker }
 }
 
-afterAll(() => {
-  for (const store of opened) store.close()
+afterAll(async () => {
+  await Promise.all(opened.map((store) => store.close()))
 })
 
 const shared = pair()
@@ -65,7 +65,7 @@ describe('clusterStore on a socket', () => {
     for (let i = 0; i < 50; i++) expect((await worker.take('k', [policy], 1)).allowed).toBe(true)
     // One block of share × limit = 100 permits taken at the host; 50 spent from it here.
     expect((await host.get('k', [policy]))[0]!.remaining).toBe(9_900)
-    worker.close()
+    await worker.close()
     await expect.poll(async () => (await host.get('k', [policy]))[0]!.remaining).toBe(9_950)
   })
 
@@ -80,7 +80,7 @@ describe('clusterStore on a socket', () => {
     const slots = makePolicy({ algorithm: 'concurrency', max: 2, maxQueue: 0 }, 'slots')
     expect((await worker.take('k', [slots], 2)).allowed).toBe(true)
     expect((await owner.take('k', [slots], 1)).allowed).toBe(false)
-    worker.close()
+    await worker.close()
     // The socket's close reaches the host after this turn; its next decision sees it.
     await expect.poll(async () => (await owner.get('k', [slots]))[0]!.remaining).toBe(2)
     expect(host.status).toBe('up')
