@@ -16,6 +16,25 @@ describe('clusterStore on node:cluster', () => {
     expect(remaining).toBe(0)
   }, 60_000)
 
+  it.each([
+    // Overshoot bound N × B: 4 workers × blocks of 1% of 1,000 = 40; 0 for a fixed window.
+    { algorithm: 'sliding-window', bound: 40 },
+    { algorithm: 'fixed-window', bound: 0 },
+  ])(
+    'with leases, four workers stay within the stated bound ($algorithm)',
+    async ({ algorithm, bound }) => {
+      const { admitted } = await runFixture<{ admitted: number[] }>('cluster-app.ts', ['hammer'], {
+        LEASE_SHARE: '0.01',
+        ALGORITHM: algorithm,
+      })
+      const total = admitted.reduce((a, b) => a + b, 0)
+      expect(total).toBeLessThanOrEqual(1000 + bound)
+      // Blocks still held when the attempts run out (at most one per worker) go unspent.
+      expect(total).toBeGreaterThanOrEqual(1000 - 4 * 10)
+    },
+    60_000,
+  )
+
   it("a killed worker's bulkhead slots are free again", async () => {
     const result = await runFixture<{
       held: number
