@@ -97,16 +97,22 @@ class Client {
       }, this.#timeoutMs)
       this.#pending.set(id, { resolve, reject, timer })
       this.#queue.push(request)
-      if (!this.#flushing) {
-        this.#flushing = true
-        // After every promise continuation of this turn: the calls they make go along.
-        setImmediate(this.#flush)
-      }
+      if (this.#flushing) return
+      // The first call of a turn goes at once (no wait for a lone decision); the calls
+      // made after it in the same turn go together when it ends, after every promise
+      // continuation of the turn.
+      this.#flushing = true
+      this.#flush()
+      setImmediate(this.#endTurn)
     })
   }
 
-  readonly #flush = () => {
+  readonly #endTurn = () => {
     this.#flushing = false
+    if (this.#queue.length !== 0) this.#flush()
+  }
+
+  #flush(): void {
     const requests = this.#queue
     this.#queue = []
     const link = this.#link
