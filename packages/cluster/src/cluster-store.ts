@@ -81,7 +81,7 @@ const OPTIONS = [
 const hosted = new Set<string>()
 
 /**
- * A {@link Store} for `node:cluster` and PM2 cluster mode: one budget per policy and
+ * A `Store` for `node:cluster` and PM2 cluster mode: one budget per policy and
  * client key for every worker, no Redis. One process (the host) holds the state in a
  * memory store and decides every request, one at a time, so decisions are exact; the
  * others (workers) ask it, one message per call. A worker that exits or disconnects frees
