@@ -35,16 +35,24 @@ describe('clusterStore on node:cluster', () => {
     60_000,
   )
 
-  it("a killed worker's bulkhead slots are free again", async () => {
-    const result = await runFixture<{
-      held: number
-      before: number
-      after: number
-      inFlight: number
-    }>('cluster-app.ts', ['crash'])
-    // The first worker holds all 4 slots; the second gets none until the first is killed.
-    expect(result).toEqual({ held: 4, before: 0, after: 4, inFlight: 0 })
-  }, 60_000)
+  it.each([
+    { mode: 'exact', env: {} },
+    // Leased slots (share 0.5 of max 4: two per lease) are held at the host for the worker too.
+    { mode: 'leased', env: { LEASE_SHARE: '0.5' } },
+  ])(
+    "a killed worker's bulkhead slots are free again ($mode)",
+    async ({ env }) => {
+      const result = await runFixture<{
+        held: number
+        before: number
+        after: number
+        inFlight: number
+      }>('cluster-app.ts', ['crash'], env)
+      // The first worker holds all 4 slots; the second gets none until the first is killed.
+      expect(result).toEqual({ held: 4, before: 0, after: 4, inFlight: 0 })
+    },
+    60_000,
+  )
 
   it('a primary that stops answering makes the worker follow onError, then recover', async () => {
     const { events, report } = await runFixture<{
