@@ -24,6 +24,8 @@ afterAll(async () => {
   await pm2('kill').catch(() => {})
   rmSync(home, { recursive: true, force: true })
   rmSync(out, { recursive: true, force: true })
+  // Instance 0 stopped by PM2 leaves its socket file behind (the next host would remove it).
+  rmSync(join(tmpdir(), `sluice-${app}-sluice.sock`), { force: true })
 })
 
 describe('clusterStore under PM2 cluster mode', () => {

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs'
 import { ManualClock } from '@sluice/core'
 import { makePolicy } from '@sluice/keyed/store'
 import { runStoreContract, runStoreModel } from '@sluice/keyed/testing'
@@ -126,5 +127,7 @@ describe('clusterStore on a socket', () => {
     expect((await worker.take('k', [policy], 1)).results[0]!.remaining).toBe(4)
     second.child.kill('SIGKILL')
     await second.exited
+    // A killed host leaves its socket file behind (the next host would remove it).
+    rmSync(path, { force: true })
   }, 60_000)
 })
