@@ -7,6 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { durableObjectStore } from '@sluice/cloudflare'
+import { clusterStore } from '@sluice/cluster'
 import type * as Validation from '@sluice/core/validation'
 import { denoKvStore } from '@sluice/deno-kv'
 import { bulkhead, rateLimit } from '@sluice/express'
@@ -36,6 +37,8 @@ interface Documented {
   build: () => unknown
 }
 
+let clusterStores = 0
+
 /** Every options table there is, with the factory it documents. */
 const documented: Documented[] = [
   {
@@ -62,6 +65,13 @@ const documented: Documented[] = [
     factory: 'redisStore',
     // Nothing is sent until the first call: a sendCommand function is client enough.
     build: () => redisStore({ client: async () => 'OK' }),
+  },
+  {
+    document: 'packages/cluster/README.md',
+    heading: '## Options',
+    factory: 'clusterStore',
+    // Names of its own: this test process is a primary, so each store made here hosts.
+    build: () => clusterStore({ name: `options-table-${++clusterStores}` }),
   },
   {
     document: 'packages/cloudflare/README.md',

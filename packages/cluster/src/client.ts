@@ -1,0 +1,343 @@
+import type { Cost, Lease, Policy, TakeResult } from '@sluice/keyed'
+import {
+  checkBlock,
+  checkCost,
+  Fallback,
+  fromWire,
+  type RemoteStoreSettings,
+  StoreHealth,
+  type WireTake,
+} from '@sluice/keyed/store'
+import { type ClusterStore, ClusterStoreError } from './errors'
+import type { Connect, Link, LinkHandlers } from './links'
+import type { Request, WirePolicy } from './protocol'
+
+/** Omit over each member of a union (the built-in one merges them). */
+type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
+
+interface Pending {
+  readonly resolve: (value: WireTake | null) => void
+  readonly reject: (error: ClusterStoreError) => void
+  readonly timer: ReturnType<typeof setTimeout>
+}
+
+/**
+ * A worker's side: requests to the host over a {@link Link}, each answered within
+ * `timeoutMs` or failed. A closed link fails what it still owed, and the next call opens a
+ * new one (IPC's next one is closed too: a worker's channel to the primary never comes back).
+ */
+class Client {
+  readonly #connect: Connect
+  readonly #timeoutMs: number
+  readonly #pending = new Map<number, Pending>()
+  #seq = 0
+  #link: Link | undefined
+  /** Each policy's number on the current link (the host keeps definitions per connection). */
+  #refs = new WeakMap<Policy, number>()
+  #refSeq = 0
+  /** Requests of this turn of the event loop, sent together at its end. */
+  #queue: Request[] = []
+  #flushing = false
+  closed = false
+
+  constructor(connect: Connect, timeoutMs: number) {
+    this.#connect = connect
+    this.#timeoutMs = timeoutMs
+  }
+
+  policies(policies: readonly Policy[]): WirePolicy[] {
+    return policies.map((policy) => {
+      const known = this.#refs.get(policy)
+      if (known !== undefined) return known
+      const ref = ++this.#refSeq
+      this.#refs.set(policy, ref)
+      const { name, spec, block } = policy
+      return block === undefined ? { ref, name, spec } : { ref, name, spec, block }
+    })
+  }
+
+  /** The link, opened when there is none: policies are defined again on a new one. */
+  link(): Link {
+    let link = this.#link
+    if (link === undefined || !link.open) {
+      if (link !== undefined) this.#refs = new WeakMap()
+      link = this.#connect(this.#handlers)
+      this.#link = link
+    }
+    return link
+  }
+
+  call(build: (client: this) => Call): Promise<WireTake | null> {
+    if (this.closed) {
+      return Promise.reject(
+        new ClusterStoreError('ERR_SLUICE_CLUSTER_CLOSED', 'the store was closed'),
+      )
+    }
+    const link = this.link()
+    if (!link.open) {
+      return Promise.reject(
+        new ClusterStoreError(
+          'ERR_SLUICE_CLUSTER_CLOSED',
+          'the channel to the process that holds the state is closed',
+        ),
+      )
+    }
+    // Built after link(): a new link has forgotten the policies' numbers.
+    const id = ++this.#seq
+    const request = { ...build(this), id } as Request
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id)
+        reject(
+          new ClusterStoreError(
+            'ERR_SLUICE_CLUSTER_TIMEOUT',
+            `the process that holds the state did not answer within ${this.#timeoutMs} ms`,
+          ),
+        )
+      }, this.#timeoutMs)
+      this.#pending.set(id, { resolve, reject, timer })
+      this.#queue.push(request)
+      if (this.#flushing) return
+      // The first call of a turn goes at once (no wait for a lone decision); the calls
+      // made after it in the same turn go together when it ends, after every promise
+      // continuation of the turn.
+      this.#flushing = true
+      this.#flush()
+      setImmediate(this.#endTurn)
+    })
+  }
+
+  readonly #endTurn = () => {
+    this.#flushing = false
+    if (this.#queue.length !== 0) this.#flush()
+  }
+
+  #flush(): void {
+    const requests = this.#queue
+    this.#queue = []
+    const link = this.#link
+    try {
+      if (link === undefined || !link.open) throw new Error('the channel closed')
+      link.send(requests)
+    } catch (error) {
+      this.#handlers.failed(requests, error as Error)
+    }
+  }
+
+  /** Lets the calls already made (a lease's last refunds) be sent and answered, then closes. */
+  async close(): Promise<void> {
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
+    await turn()
+    while (this.#queue.length !== 0 || this.#pending.size !== 0) await turn()
+    this.closed = true
+    this.#link?.close()
+  }
+
+  readonly #handlers: LinkHandlers = {
+    receive: (replies) => {
+      for (const reply of replies.batch) {
+        const pending = this.#pending.get(reply.id)
+        if (pending === undefined) continue
+        this.#pending.delete(reply.id)
+        clearTimeout(pending.timer)
+        if ('error' in reply) {
+          pending.reject(
+            new ClusterStoreError('ERR_SLUICE_CLUSTER', `the host failed: ${reply.error}`),
+          )
+        } else {
+          pending.resolve(reply.value)
+        }
+      }
+    },
+    failed: (requests, error) => {
+      const failure = new ClusterStoreError(
+        'ERR_SLUICE_CLUSTER_CLOSED',
+        `could not send: ${error.message}`,
+        { cause: error },
+      )
+      for (const { id } of requests) {
+        const pending = this.#pending.get(id)
+        if (pending === undefined) continue
+        this.#pending.delete(id)
+        clearTimeout(pending.timer)
+        pending.reject(failure)
+      }
+    },
+    closed: () => {
+      const error = new ClusterStoreError(
+        'ERR_SLUICE_CLUSTER_CLOSED',
+        'the channel to the process that holds the state closed',
+      )
+      for (const pending of this.#pending.values()) {
+        clearTimeout(pending.timer)
+        pending.reject(error)
+      }
+      this.#pending.clear()
+    },
+  }
+}
+
+/**
+ * The Store protocol in a worker: each call is one request to the host; while the host is
+ * away (no answer within `timeout`, the channel closed) decisions follow `onError`, by
+ * the same `StoreHealth` and `Fallback` as every remote store, the host pinged every
+ * `probeInterval` until it answers.
+ */
+export function clientStore(
+  factory: string,
+  connect: Connect,
+  settings: RemoteStoreSettings<ClusterStoreError>,
+): ClusterStore {
+  const client = new Client(connect, settings.timeoutMs)
+  const health = new StoreHealth<0, ClusterStoreError>({
+    store: factory,
+    onError: settings.onError,
+    probeMs: settings.probeMs,
+    onFailure: settings.onFailure,
+    onRecovery: settings.onRecovery,
+    probe: () => client.call(() => ({ op: 'ping' })),
+    live: () => !client.closed,
+    warnings: {
+      down: 'ERR_SLUICE_CLUSTER_DOWN',
+      until: 'the process that holds the state answers again',
+      recovered: 'ERR_SLUICE_CLUSTER_RECOVERED',
+      recovery: 'the process that holds the state answers again; decisions are back on it',
+    },
+  })
+  const fallback = new Fallback(settings)
+
+  async function call(key: string, build: (c: Client) => Call): Promise<WireTake | null> {
+    const since = health.episode
+    try {
+      const reply = await client.call(build)
+      health.answered(0)
+      return reply
+    } catch (error) {
+      // A store closed on purpose is no outage.
+      if (!client.closed) health.fail(0, key, error as ClusterStoreError, since)
+      throw error
+    }
+  }
+
+  async function decide<T>(
+    key: string,
+    build: (c: Client) => Call,
+    decode: (reply: WireTake | null) => T,
+    answerHere: () => Promise<T>,
+  ): Promise<T> {
+    if (health.outOfUse(0)) return answerHere()
+    let reply: WireTake | null
+    try {
+      reply = await call(key, build)
+    } catch {
+      return answerHere()
+    }
+    return decode(reply)
+  }
+
+  const results = (policies: readonly Policy[]) => (reply: WireTake | null) =>
+    decodeTake(reply, policies).results
+
+  return {
+    role: 'worker',
+    get status() {
+      return health.status
+    },
+
+    close() {
+      return client.close()
+    },
+
+    async take(key: string, policies: readonly Policy[], cost: Cost) {
+      checkCost(`${factory}.take`, cost, policies.length)
+      if (policies.length === 0) return { allowed: true, results: [] }
+      return decide(
+        key,
+        (c) => ({ op: 'take', key, policies: c.policies(policies), cost }),
+        (reply) => decodeTake(reply, policies),
+        () => fallback.take(key, policies, cost),
+      )
+    },
+
+    async refund(
+      key: string,
+      policies: readonly Policy[],
+      cost: Cost,
+      receipts?: readonly (number | undefined)[],
+    ) {
+      checkCost(`${factory}.refund`, cost, policies.length)
+      if (policies.length === 0) return
+      if (await fallback.refund(key, policies, cost, receipts, () => health.outOfUse(0))) return
+      const wireReceipts = receipts?.map((receipt) => receipt ?? null) ?? null
+      await call(key, (c) => ({
+        op: 'refund',
+        key,
+        policies: c.policies(policies),
+        cost,
+        receipts: wireReceipts,
+      })).catch(() => {})
+    },
+
+    async force(key: string, policies: readonly Policy[], cost: Cost) {
+      checkCost(`${factory}.force`, cost, policies.length)
+      if (policies.length === 0) return []
+      return decide(
+        key,
+        (c) => ({ op: 'force', key, policies: c.policies(policies), cost }),
+        results(policies),
+        () => fallback.force(key, policies, cost),
+      )
+    },
+
+    async block(key: string, policies: readonly Policy[], ms: number) {
+      checkBlock(`${factory}.block`, ms)
+      if (policies.length === 0) return
+      await fallback.block(key, policies, ms)
+      await call(key, (c) => ({ op: 'block', key, policies: c.policies(policies), ms }))
+    },
+
+    async release(key: string, policy: Policy, lease: Lease) {
+      if (await fallback.release(key, policy, lease)) return
+      // Tried even while down: a slot freed now beats one held until the worker ends.
+      await call(key, (c) => ({
+        op: 'release',
+        key,
+        policies: c.policies([policy]) as [WirePolicy],
+        lease: lease.id,
+      })).catch(() => {})
+    },
+
+    async get(key: string, policies: readonly Policy[]) {
+      if (policies.length === 0) return []
+      return decide(
+        key,
+        (c) => ({ op: 'get', key, policies: c.policies(policies) }),
+        results(policies),
+        () => fallback.get(key, policies),
+      )
+    },
+
+    async reset(key: string, policies?: readonly Policy[]) {
+      await fallback.reset(key, policies)
+      await call(key, (c) => ({
+        op: 'reset',
+        key,
+        policies: policies === undefined ? null : c.policies(policies),
+      }))
+    },
+
+    async resetAll() {
+      await fallback.resetAll()
+      await call('', () => ({ op: 'resetAll' }))
+    },
+  }
+}
+
+/** The host's answer for `policies`; one of another shape is an error of the store's. */
+function decodeTake(reply: WireTake | null, policies: readonly Policy[]): TakeResult {
+  const taken = fromWire(reply, policies)
+  if (taken === undefined) {
+    throw new ClusterStoreError('ERR_SLUICE_CLUSTER', `unexpected answer ${JSON.stringify(reply)}`)
+  }
+  return taken
+}

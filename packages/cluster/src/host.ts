@@ -1,0 +1,147 @@
+import type { Lease, MemoryStore, Policy, PolicyResult } from '@sluice/keyed'
+import { makePolicy, type StoredResult, toWire, type WireTake } from '@sluice/keyed/store'
+import { type Batch, type Reply, type Request, TAG, type WirePolicy } from './protocol'
+
+/** A slot a worker holds: what its release (or the worker's end) gives back. */
+interface HeldSlot {
+  readonly key: string
+  readonly policy: Policy
+  readonly lease: Lease
+}
+
+/**
+ * One worker as the host sees it (a `node:cluster` worker, or a socket of a PM2
+ * instance): the policies it defined and the slots it holds.
+ */
+export class Connection {
+  readonly #policies = new Map<number, Policy>()
+  readonly slots = new Map<string, HeldSlot>()
+
+  policies(wire: readonly WirePolicy[]): Policy[] {
+    return wire.map((entry) => {
+      if (typeof entry === 'number') {
+        const known = this.#policies.get(entry)
+        if (known === undefined) throw new Error(`policy ${entry} was never defined`)
+        return known
+      }
+      const policy = makePolicy(entry.spec, entry.name, entry.block)
+      this.#policies.set(entry.ref, policy)
+      return policy
+    })
+  }
+}
+
+/**
+ * The state every worker shares: a memory store in the hosting process, answering each
+ * worker's requests synchronously (one decision at a time, so exact), and keeping which
+ * worker holds which concurrency slot, so that a worker's end frees them.
+ */
+export class Host {
+  readonly memory: MemoryStore
+  #leaseSeq = 0
+
+  constructor(memory: MemoryStore) {
+    this.memory = memory
+  }
+
+  /** Answers a batch of requests of `connection`, in order, in one batch. */
+  answer(connection: Connection, requests: Batch<Request>): Batch<Reply> {
+    const batch = requests.batch.map((request): Reply => {
+      const { id } = request
+      try {
+        return { id, value: this.#run(connection, request) }
+      } catch (error) {
+        return { id, error: error instanceof Error ? error.message : String(error) }
+      }
+    })
+    return { tag: TAG, store: requests.store, batch }
+  }
+
+  /** A worker is gone (exited, killed, disconnected): the slots it held are free again. */
+  closed(connection: Connection): void {
+    for (const { key, policy, lease } of connection.slots.values()) {
+      this.memory.release(key, policy, lease)
+    }
+    connection.slots.clear()
+  }
+
+  #run(connection: Connection, request: Request): WireTake | null {
+    const memory = this.memory
+    switch (request.op) {
+      case 'take': {
+        const policies = connection.policies(request.policies)
+        const taken = memory.take(request.key, policies, request.cost)
+        return this.#wire(connection, request.key, taken.allowed, taken.results)
+      }
+      case 'force': {
+        const policies = connection.policies(request.policies)
+        return this.#wire(
+          connection,
+          request.key,
+          true,
+          memory.force(request.key, policies, request.cost),
+        )
+      }
+      case 'get': {
+        const policies = connection.policies(request.policies)
+        return this.#wire(connection, request.key, true, memory.get(request.key, policies))
+      }
+      case 'refund': {
+        const policies = connection.policies(request.policies)
+        const receipts = request.receipts?.map((receipt) => receipt ?? undefined)
+        memory.refund(request.key, policies, request.cost, receipts)
+        return null
+      }
+      case 'block':
+        memory.block(request.key, connection.policies(request.policies), request.ms)
+        return null
+      case 'release': {
+        const [policy] = connection.policies(request.policies)
+        const held = connection.slots.get(request.lease)
+        if (held === undefined) return null
+        connection.slots.delete(request.lease)
+        memory.release(request.key, policy!, held.lease)
+        return null
+      }
+      case 'reset':
+        memory.reset(
+          request.key,
+          request.policies === null ? undefined : connection.policies(request.policies),
+        )
+        return null
+      case 'resetAll':
+        memory.resetAll()
+        return null
+      case 'ping':
+        return null
+    }
+  }
+
+  /** Results as JSON carries them, each slot taken recorded as the connection's under an id of the host's. */
+  #wire(
+    connection: Connection,
+    key: string,
+    allowed: boolean,
+    results: readonly PolicyResult[],
+  ): WireTake {
+    return toWire({
+      allowed,
+      results: results.map((result) => {
+        const stored: { -readonly [K in keyof StoredResult]: StoredResult[K] } = {
+          allowed: result.allowed,
+          remaining: result.remaining,
+          resetMs: result.resetMs,
+          retryAfterMs: result.retryAfterMs,
+        }
+        if (result.lease !== undefined) {
+          const id = String(++this.#leaseSeq)
+          connection.slots.set(id, { key, policy: result.policy, lease: result.lease })
+          stored.lease = { id, permits: result.lease.permits }
+        }
+        if (result.receipt !== undefined) stored.receipt = result.receipt
+        if (result.blocked === true) stored.blocked = true
+        return stored
+      }),
+    })
+  }
+}
