@@ -262,9 +262,6 @@ class Leases implements LeasedStore {
 
   #takeRate(key: string, policies: readonly Policy[], cost: Cost): MaybePromise<TakeResult> {
     const entry = this.#rateEntry(key, policies)
-    if (entry.pending !== undefined) {
-      return entry.pending.then(() => this.#takeRate(key, policies, cost))
-    }
     const now = this.#clock.now()
     const n = policies.length
     if (now < entry.expiresAt) {
@@ -272,8 +269,13 @@ class Leases implements LeasedStore {
       for (let i = 0; i < n; i++) if (entry.left[i]! < costAt(cost, i)) fits = false
       if (fits) {
         for (let i = 0; i < n; i++) entry.left[i]! -= costAt(cost, i)
-        return this.#answer(this.#localResult(entry, now))
+        const result = this.#localResult(entry, now)
+        if (entry.pending === undefined) this.#topUp(entry, now)
+        return this.#answer(result)
       }
+    }
+    if (entry.pending !== undefined) {
+      return entry.pending.then(() => this.#takeRate(key, policies, cost))
     }
     if (now < entry.refusedUntil) {
       let covered = true
@@ -281,6 +283,68 @@ class Leases implements LeasedStore {
       if (covered) return this.#answer(this.#keptRefusal(entry, now))
     }
     return this.#renew(entry, cost, now)
+  }
+
+  /**
+   * Once a block is half spent, takes what it lacks (in the background: decisions go on
+   * from what is left meanwhile), so a hot key never waits for the store while it holds
+   * quota. A process never holds more than one block's worth: the bound stays N × B. The
+   * lease still ends when its first block's time is up.
+   */
+  #topUp(entry: RateEntry, sentAt: number): void {
+    const n = entry.policies.length
+    const missing = new Array<number>(n)
+    let low = false
+    let any = false
+    for (let i = 0; i < n; i++) {
+      const target = entry.target[i]!
+      missing[i] = Math.max(0, target - entry.left[i]!)
+      if (missing[i]! > 0) any = true
+      if (2 * entry.left[i]! < target) low = true
+    }
+    if (!low || !any || this.#down()) return
+    let asked: MaybePromise<TakeResult>
+    try {
+      asked = this.#seen(this.#store.take(entry.key, entry.policies, missing))
+    } catch {
+      return
+    }
+    const settle = (result: TakeResult): void => {
+      entry.pending = undefined
+      this.#shrink(entry, result)
+      if (!result.allowed) return
+      if (this.#clock.now() < entry.expiresAt) {
+        for (let i = 0; i < n; i++) {
+          const got = result.results[i]!
+          entry.left[i]! += missing[i]!
+          entry.size[i]! += missing[i]!
+          entry.base[i] = got.remaining
+          entry.receipts[i] = got.receipt ?? entry.receipts[i]
+        }
+        return
+      }
+      // The lease ended while the call was out: these permits are a block of their own.
+      this.#refundLeft(entry)
+      this.#hold(entry, result, missing, 0, sentAt)
+    }
+    if (!isPromiseLike(asked)) {
+      settle(asked)
+      return
+    }
+    entry.pending = Promise.resolve(asked).then(settle, () => {
+      entry.pending = undefined
+    })
+  }
+
+  /** The next block's size: at most `share` of capacity and an eighth of what the store has left. */
+  #shrink(entry: RateEntry, result: TakeResult): void {
+    for (let i = 0; i < entry.policies.length; i++) {
+      const remaining = result.results[i]?.remaining ?? 0
+      entry.target[i] = Math.min(
+        this.#blockOf(entry.policies[i]!),
+        Math.floor(remaining / OF_REMAINING),
+      )
+    }
   }
 
   /** Gives back what is left of the entry's block (fire and forget: a failed refund loses permits, never adds). */
@@ -319,13 +383,7 @@ class Leases implements LeasedStore {
     const asked = this.#seen(this.#store.take(entry.key, entry.policies, blocks))
     const settle = (result: TakeResult): MaybePromise<TakeResult> => {
       entry.pending = undefined
-      for (let i = 0; i < n; i++) {
-        const remaining = result.results[i]?.remaining ?? 0
-        entry.target[i] = Math.min(
-          this.#blockOf(entry.policies[i]!),
-          Math.floor(remaining / OF_REMAINING),
-        )
-      }
+      this.#shrink(entry, result)
       if (result.allowed) {
         this.#hold(entry, result, blocks, cost, now)
         return this.#localResult(entry, now)

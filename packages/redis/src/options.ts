@@ -9,7 +9,7 @@ import {
   readPositiveDuration,
   typeError,
 } from '@sluice/core/validation'
-import type { Store } from '@sluice/keyed'
+import type { LeaseOptions, Store } from '@sluice/keyed'
 import { warnIfBareMilliseconds } from '@sluice/keyed/store'
 import { type RedisClient, type SendCommand, toSendCommand } from './client'
 import { disconnectedError, isStandaloneIoRedis, type RedisStoreError } from './errors'
@@ -84,6 +84,13 @@ export interface RedisStoreOptions {
    * which is what production must use: application servers' clocks disagree.
    */
   clock?: Clock
+  /**
+   * Quota leases (`withLeases` of `@sluice/keyed`): each process takes a block of permits
+   * (`share` of the capacity, default 0.001) in one call and decides locally until it is
+   * spent or `ttl` (default `'1s'`) ends. Admits at most N × block beyond the limit with N
+   * processes (0 for a fixed window): see the README. Default: off, every decision exact.
+   */
+  lease?: LeaseOptions
 }
 
 const ON_ERROR: readonly OnError[] = ['deny', 'allow', 'local']
@@ -99,6 +106,7 @@ const OPTIONS = [
   'probeInterval',
   'local',
   'clock',
+  'lease',
 ]
 
 /**
@@ -134,6 +142,7 @@ export interface StoreSettings {
   readonly probeMs: number
   readonly local: Store | undefined
   readonly clock: Clock | undefined
+  readonly lease: LeaseOptions | undefined
 }
 
 /**
@@ -179,6 +188,7 @@ export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
     probeMs: readTimer('probeInterval', options.probeInterval, '1s'),
     local: options.local,
     clock: options.clock === undefined ? undefined : readClock(FACTORY, 'clock', options.clock),
+    lease: options.lease,
   }
 }
 

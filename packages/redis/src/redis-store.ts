@@ -12,6 +12,7 @@ import {
   type Store,
   type TakeBuffer,
   type TakeResult,
+  withLeases,
 } from '@sluice/keyed'
 import { checkBlock, checkCost, costAt, emitWarning, storeChannel } from '@sluice/keyed/store'
 import { hashSlot, type Topology, topologyOf } from './cluster'
@@ -104,7 +105,17 @@ const EMPTY: TakeResult = { allowed: true, results: [] }
  * ```
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  return new RedisBackedStore(readStoreSettings(options))
+  const settings = readStoreSettings(options)
+  const store = new RedisBackedStore(settings)
+  const { lease, clock } = settings
+  if (lease === undefined) return store
+  // Leases end on the test's clock too when one is given; the wrapper keeps `status` and
+  // answers with promises, as a RedisStore does.
+  return withLeases(
+    store,
+    clock && !lease.clock ? { ...lease, clock } : lease,
+    FACTORY,
+  ) as unknown as RedisStore
 }
 
 class RedisBackedStore implements RedisStore {
