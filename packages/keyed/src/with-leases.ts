@@ -286,7 +286,7 @@ class Leases implements LeasedStore {
   }
 
   /**
-   * Once a block is half spent, takes what it lacks (in the background: decisions go on
+   * Once three quarters of a block are spent, takes what it lacks (in the background: decisions go on
    * from what is left meanwhile), so a hot key never waits for the store while it holds
    * quota. A process never holds more than one block's worth: the bound stays N × B. The
    * lease still ends when its first block's time is up.
@@ -300,7 +300,7 @@ class Leases implements LeasedStore {
       const target = entry.target[i]!
       missing[i] = Math.max(0, target - entry.left[i]!)
       if (missing[i]! > 0) any = true
-      if (2 * entry.left[i]! < target) low = true
+      if (4 * entry.left[i]! < target) low = true
     }
     if (!low || !any || this.#down()) return
     let asked: MaybePromise<TakeResult>
