@@ -145,7 +145,8 @@ describe('withLeases: the overshoot bound under adversarial interleavings (simul
         }
       }
       clock.advance(WINDOW - 150)
-      for (let p = 0; p < N; p++) take(p, 1)
+      // A key's first decision is exact; the second takes a block.
+      for (let p = 0; p < N; p++) take(p, 2)
       clock.advance(200)
       for (let p = 0; p < N; p++) take(p, B - 1)
       // A sliding window still counts the blocks' slot for a whole window: drain once it left.
@@ -197,7 +198,8 @@ describe('withLeases: store calls, results, slots and options', () => {
     const leased = withLeases(store, { clock })
     for (let i = 0; i < 1000; i++) leased.take('k', [policy], 1)
     // B = 100 at the default share, topped up once three quarters are spent: one call per 75 or more.
-    expect(calls()).toBeLessThanOrEqual(1 + 1000 / 75)
+    // (The first decision of a key is exact: a block pays off only for a key asked again.)
+    expect(calls()).toBeLessThanOrEqual(2 + 1000 / 75)
     expect(calls()).toBeGreaterThanOrEqual(1000 / 100)
     const first = leased.take('k', [policy], 1) as TakeResult
     expect(first.results[0]!.remaining).toBe(100_000 - 1001)
@@ -237,10 +239,11 @@ describe('withLeases: store calls, results, slots and options', () => {
     )
     const leased = withLeases(shared, { share: 0.1, ttl: '1s', clock })
     leased.take('k', [policy], 1)
-    expect(shared.get('k', [policy])[0]!.remaining).toBe(900)
+    leased.take('k', [policy], 1)
+    expect(shared.get('k', [policy])[0]!.remaining).toBe(899)
     clock.advance(1000)
     leased.expire()
-    expect(shared.get('k', [policy])[0]!.remaining).toBe(999)
+    expect(shared.get('k', [policy])[0]!.remaining).toBe(998)
   })
 
   it('leases bulkhead slots and gives idle ones back, never more in flight than max', () => {

@@ -72,7 +72,7 @@ export function withLeases(store: Store, options: LeaseOptions, name = 'withLeas
   }
   const clock =
     given.clock === undefined ? systemClock : readClock(name, 'lease.clock', given.clock)
-  const leased = new Leases(store, share, ttlMs, slots, clock)
+  const leased = new Leases(store, share, ttlMs, slots, clock, name)
   // Everything the wrapped store offers beyond `Store` (a Redis store's `status`) stays reachable.
   const bound = new Map<PropertyKey, unknown>()
   return new Proxy(leased, {
@@ -165,8 +165,17 @@ class Leases implements LeasedStore {
   #async = false
   #sweeper: ReturnType<typeof setInterval> | undefined
   #slotSeq = 0
+  readonly #name: string
 
-  constructor(store: Store, share: number, ttlMs: number, slots: number | undefined, clock: Clock) {
+  constructor(
+    store: Store,
+    share: number,
+    ttlMs: number,
+    slots: number | undefined,
+    clock: Clock,
+    name: string,
+  ) {
+    this.#name = name
     this.#store = store
     this.#share = share
     this.#ttlMs = ttlMs
@@ -222,7 +231,7 @@ class Leases implements LeasedStore {
         return this.#seen(this.#store.take(key, policies, cost, into))
       if (policy.spec.algorithm === 'concurrency') rate = false
     }
-    checkCost('withLeases.take', cost, n)
+    checkCost(`${this.#name}.take`, cost, n)
     if (rate) return this.#takeRate(key, policies, cost)
     if (n === 1 && typeof cost === 'number') return this.#takeSlots(key, policies[0]!, cost)
     return this.#seen(this.#store.take(key, policies, cost, into))
@@ -372,7 +381,10 @@ class Leases implements LeasedStore {
   #renew(entry: RateEntry, cost: Cost, now: number, exactly = false): MaybePromise<TakeResult> {
     this.#refundLeft(entry)
     const n = entry.policies.length
-    const exact = exactly || this.#down()
+    // A key not asked for within the last ttl takes only its cost: a block (and its refund)
+    // pays off only for a key asked for again, and most keys of a large key space are not.
+    const cold = !(now - entry.sentAt < this.#ttlMs)
+    const exact = exactly || cold || this.#down()
     const blocks = new Array<number>(n)
     let larger = false
     for (let i = 0; i < n; i++) {
@@ -601,7 +613,7 @@ class Leases implements LeasedStore {
         if (receipt !== undefined && receipt !== entry.receipts[i]) same = false
       }
       if (same) {
-        checkCost('withLeases.refund', cost, policies.length)
+        checkCost(`${this.#name}.refund`, cost, policies.length)
         // Permits this block handed out come back to it, never beyond its size.
         for (let i = 0; i < policies.length; i++) {
           entry.left[i] = Math.min(entry.size[i]!, entry.left[i]! + costAt(cost, i))
@@ -691,7 +703,8 @@ class Leases implements LeasedStore {
   /** Leases end on time even for keys no longer asked for: one timer per store, while it holds any. */
   #startSweeping(): void {
     if (this.#sweeper !== undefined || this.#clock !== systemClock) return
-    this.#sweeper = setInterval(() => this.#sweep(false), this.#ttlMs)
+    // setInterval fires at once for anything longer than 2^31 − 1 ms.
+    this.#sweeper = setInterval(() => this.#sweep(false), Math.min(this.#ttlMs, 2 ** 31 - 1))
     this.#sweeper.unref?.()
   }
 
