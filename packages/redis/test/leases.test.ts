@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { compilePolicy } from '@sluice/keyed/store'
 import { expect, it } from 'vitest'
-import { describeRedis, redisPort, uniquePrefix } from './helpers'
+import { redisStore } from '../src/index'
+import { connect, describeRedis, redisPort, uniquePrefix } from './helpers'
+import { startRedisServer } from './redis-server'
 
 const WORKER = fileURLToPath(new URL('./lease-worker.ts', import.meta.url))
 const TSX = fileURLToPath(new URL('../../../node_modules/.bin/tsx', import.meta.url))
@@ -101,4 +104,38 @@ describeRedis('leases: several processes on one key at twice the limit (real Red
       `sliding window: ${((1000 * calls) / decisions).toFixed(1)} calls per 1,000 decisions`,
     )
   }, 90_000)
+})
+
+describeRedis('leases: a Redis outage', () => {
+  it('spends at most the block held, then answers as onError says', async () => {
+    // A server of its own: this test stops it.
+    const server = await startRedisServer()
+    const client = connect({
+      port: server.port,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    })
+    client.on('error', () => {})
+    const store = redisStore({
+      client,
+      prefix: uniquePrefix(),
+      onError: 'deny',
+      timeout: '200ms',
+      onFailure: () => {},
+      lease: { share: 0.01, ttl: '1h' },
+    })
+    const policy = compilePolicy(
+      { algorithm: 'fixed-window', limit: 10_000, window: '1h', name: 'p' },
+      'test',
+    )
+    // The first decision is exact; the second takes a block of 100 (1% of 10,000).
+    expect((await store.take('k', [policy], 1)).allowed).toBe(true)
+    expect((await store.take('k', [policy], 1)).allowed).toBe(true)
+    await server.stop()
+    let admitted = 0
+    for (let i = 0; i < 150; i++) if ((await store.take('k', [policy], 1)).allowed) admitted++
+    // The 99 permits left of the block, then onError 'deny' for every decision.
+    expect(admitted).toBe(99)
+    expect(store.status).toBe('down')
+  }, 30_000)
 })
