@@ -147,6 +147,12 @@ class LocalSlot implements Lease {
   }
 }
 
+/**
+ * A cost as the store is asked: one number for one policy, so a store keeps its fast path
+ * for one policy and one cost (Redis runs the algorithm's own small script then).
+ */
+const charge = (costs: number[]): Cost => (costs.length === 1 ? costs[0]! : costs)
+
 const signature = (policies: readonly Policy[]): string =>
   policies.length === 1 ? policies[0]!.id : policies.map((policy) => policy.id).join('\u0000')
 
@@ -314,7 +320,7 @@ class Leases implements LeasedStore {
     if (!low || !any || this.#down()) return
     let asked: MaybePromise<TakeResult>
     try {
-      asked = this.#seen(this.#store.take(entry.key, entry.policies, missing))
+      asked = this.#seen(this.#store.take(entry.key, entry.policies, charge(missing)))
     } catch {
       return
     }
@@ -362,7 +368,9 @@ class Leases implements LeasedStore {
     for (const left of entry.left) if (left > 0) any = true
     if (any) {
       const given = entry.left.slice()
-      this.#quietly(() => this.#store.refund(entry.key, entry.policies, given, entry.receipts))
+      this.#quietly(() =>
+        this.#store.refund(entry.key, entry.policies, charge(given), entry.receipts),
+      )
     }
     entry.left.fill(0)
     entry.expiresAt = NONE
@@ -392,7 +400,7 @@ class Leases implements LeasedStore {
       blocks[i] = exact ? charge : Math.max(charge, entry.target[i]!)
       if (blocks[i]! > charge) larger = true
     }
-    const asked = this.#seen(this.#store.take(entry.key, entry.policies, blocks))
+    const asked = this.#seen(this.#store.take(entry.key, entry.policies, charge(blocks)))
     const settle = (result: TakeResult): MaybePromise<TakeResult> => {
       entry.pending = undefined
       this.#shrink(entry, result)
