@@ -198,28 +198,33 @@ async function processes(port: number, n: number) {
         { stdio: ['pipe', 'pipe', 'inherit'] },
       )
       let out = ''
-      return new Promise<{ admitted: Record<string, number>; decisions: number; calls: number }>(
-        (resolve, reject) => {
-          child.stdout.on('data', (data) => {
-            out += String(data)
-            if (out === 'ready\n' && ++ready === n) go()
-          })
-          void allReady.then(() =>
-            child.stdin.write(`${(Math.floor(Date.now() / MP.windowMs) + 1) * MP.windowMs}\n`),
-          )
-          child.on('exit', (code) =>
-            code === 0 ? resolve(JSON.parse(out.slice(6))) : reject(new Error(`worker ${code}`)),
-          )
-        },
-      )
+      return new Promise<{
+        admitted: Record<string, number>
+        decisions: number
+        calls: number
+        straddling: number
+      }>((resolve, reject) => {
+        child.stdout.on('data', (data) => {
+          out += String(data)
+          if (out === 'ready\n' && ++ready === n) go()
+        })
+        void allReady.then(() =>
+          child.stdin.write(`${(Math.floor(Date.now() / MP.windowMs) + 1) * MP.windowMs}\n`),
+        )
+        child.on('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out.slice(6))) : reject(new Error(`worker ${code}`)),
+        )
+      })
     }),
   )
   const perWindow = new Map<number, number>()
   let decisions = 0
   let calls = 0
+  let straddling = 0
   for (const report of reports) {
     decisions += report.decisions
     calls += report.calls
+    straddling += report.straddling
     for (const [w, c] of Object.entries(report.admitted))
       perWindow.set(Number(w), (perWindow.get(Number(w)) ?? 0) + c)
   }
@@ -230,6 +235,7 @@ async function processes(port: number, n: number) {
     per1000: (1000 * calls) / decisions,
     worst,
     overshoot: Math.max(0, worst - MP.limit),
+    straddling,
     windows: [...perWindow.values()],
   }
 }
@@ -321,7 +327,9 @@ try {
   log('| ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const n of [1, 4, 10]) {
     const r = await processes(server.port, n)
-    log(`| ${n} | ${r.decisions} | ${r.worst} | ${r.overshoot} | 0 | ${r.per1000.toFixed(1)} |`)
+    log(
+      `| ${n} | ${r.decisions} | ${r.worst} | ${r.overshoot} | 0 | ${r.per1000.toFixed(1)} | ${r.straddling} |`,
+    )
   }
   const { worst, bound } = chart()
   log(
