@@ -39,10 +39,16 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       type: fc.constant('take' as const),
       p: fc.nat(N - 1),
       cost: fc.integer({ min: 1, max: 3 }),
-      times: fc.integer({ min: 1, max: 120 }),
+      times: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 120 })),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ type: fc.constant('advance' as const), ms: fc.nat(600) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      type: fc.constant('advance' as const),
+      ms: fc.oneof(fc.nat(TTL), fc.nat(2 * WINDOW)),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('expire' as const), p: fc.nat(N - 1) }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('flush' as const), p: fc.nat(N - 1) }) },
 )
@@ -91,7 +97,7 @@ describe('withLeases: the overshoot bound under adversarial interleavings (simul
   for (const options of ALGORITHMS) {
     it(`${options.algorithm}: admitted ≤ limit + bound in every window, refusals only near the limit`, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(command, { maxLength: 60 }), async (commands) => {
+        fc.asyncProperty(fc.array(command, { maxLength: 80 }), async (commands) => {
           const clock = new ManualClock(0)
           const shared = memoryStore({ clock })
           const policy = compilePolicy(options, 'test')
