@@ -21,7 +21,7 @@ const store = redisStore({
     calls++
     return client.call(args[0]!, ...args.slice(1))
   },
-  prefix,
+  prefix: prefix!,
   lease: {},
 })
 const policy = compilePolicy(
