@@ -1,6 +1,12 @@
 import type { Duration } from '@sluice/core'
 import { describe, readInteger, readOptions } from '@sluice/core/validation'
-import type { AsyncStore, Policy, TakeResult } from '@sluice/keyed'
+import {
+  type AsyncStore,
+  type LeaseOptions,
+  type Policy,
+  type TakeResult,
+  withLeases,
+} from '@sluice/keyed'
 import {
   checkBlock,
   checkCost,
@@ -51,6 +57,13 @@ export interface DurableObjectStoreOptions extends RemoteStoreOptions<DurableObj
   prefix?: string
   /** Longest wait for an object's answer before the call counts as failed. Default `'1s'`. */
   timeout?: Duration
+  /**
+   * Quota leases (`withLeases` of `@sluice/keyed`): an isolate takes a block of permits in
+   * one call to the object and decides locally until it is spent or `ttl` ends. Unspent
+   * permits go back on the isolate's next call (Workers allow no I/O between requests).
+   * Default: off, every decision one call.
+   */
+  lease?: LeaseOptions
 }
 
 /** A store on Durable Objects: every method answers with a promise. */
@@ -83,7 +96,7 @@ export class DurableObjectStoreError extends Error {
 }
 
 const FACTORY = 'durableObjectStore'
-const OPTIONS = ['namespace', 'shards', 'prefix', ...REMOTE_STORE_OPTIONS]
+const OPTIONS = ['namespace', 'shards', 'prefix', 'lease', ...REMOTE_STORE_OPTIONS]
 /** The objects' URL: only the path matters to them, and they are reachable only through the binding. */
 const ENDPOINT = 'https://sluice.invalid/'
 
@@ -252,7 +265,7 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
 
   const operation = (op: Operation) => JSON.stringify(op)
 
-  return {
+  const store: DurableObjectStore = {
     carries: true,
     get status() {
       return health.status
@@ -341,6 +354,10 @@ export function durableObjectStore(options: DurableObjectStoreOptions): DurableO
       )
     },
   }
+  const { lease } = options
+  return lease === undefined
+    ? store
+    : (withLeases(store, lease, FACTORY) as unknown as DurableObjectStore)
 }
 
 /**

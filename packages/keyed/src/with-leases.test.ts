@@ -39,10 +39,16 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       type: fc.constant('take' as const),
       p: fc.nat(N - 1),
       cost: fc.integer({ min: 1, max: 3 }),
-      times: fc.integer({ min: 1, max: 120 }),
+      times: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 120 })),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ type: fc.constant('advance' as const), ms: fc.nat(600) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      type: fc.constant('advance' as const),
+      ms: fc.oneof(fc.nat(TTL), fc.nat(2 * WINDOW)),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('expire' as const), p: fc.nat(N - 1) }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('flush' as const), p: fc.nat(N - 1) }) },
 )
@@ -91,7 +97,7 @@ describe('withLeases: the overshoot bound under adversarial interleavings (simul
   for (const options of ALGORITHMS) {
     it(`${options.algorithm}: admitted ≤ limit + bound in every window, refusals only near the limit`, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(command, { maxLength: 60 }), async (commands) => {
+        fc.asyncProperty(fc.array(command, { maxLength: 80 }), async (commands) => {
           const clock = new ManualClock(0)
           const shared = memoryStore({ clock })
           const policy = compilePolicy(options, 'test')
@@ -145,7 +151,8 @@ describe('withLeases: the overshoot bound under adversarial interleavings (simul
         }
       }
       clock.advance(WINDOW - 150)
-      for (let p = 0; p < N; p++) take(p, 1)
+      // A key's first decision is exact; the second takes a block.
+      for (let p = 0; p < N; p++) take(p, 2)
       clock.advance(200)
       for (let p = 0; p < N; p++) take(p, B - 1)
       // A sliding window still counts the blocks' slot for a whole window: drain once it left.
@@ -196,8 +203,10 @@ describe('withLeases: store calls, results, slots and options', () => {
     )
     const leased = withLeases(store, { clock })
     for (let i = 0; i < 1000; i++) leased.take('k', [policy], 1)
-    // B = 100 permits per call at the default share.
-    expect(calls()).toBe(10)
+    // B = 100 at the default share, topped up once three quarters are spent: one call per 75 or more.
+    // (The first decision of a key is exact: a block pays off only for a key asked again.)
+    expect(calls()).toBeLessThanOrEqual(2 + 1000 / 75)
+    expect(calls()).toBeGreaterThanOrEqual(1000 / 100)
     const first = leased.take('k', [policy], 1) as TakeResult
     expect(first.results[0]!.remaining).toBe(100_000 - 1001)
   })
@@ -236,10 +245,11 @@ describe('withLeases: store calls, results, slots and options', () => {
     )
     const leased = withLeases(shared, { share: 0.1, ttl: '1s', clock })
     leased.take('k', [policy], 1)
-    expect(shared.get('k', [policy])[0]!.remaining).toBe(900)
+    leased.take('k', [policy], 1)
+    expect(shared.get('k', [policy])[0]!.remaining).toBe(899)
     clock.advance(1000)
     leased.expire()
-    expect(shared.get('k', [policy])[0]!.remaining).toBe(999)
+    expect(shared.get('k', [policy])[0]!.remaining).toBe(998)
   })
 
   it('leases bulkhead slots and gives idle ones back, never more in flight than max', () => {

@@ -72,7 +72,7 @@ export function withLeases(store: Store, options: LeaseOptions, name = 'withLeas
   }
   const clock =
     given.clock === undefined ? systemClock : readClock(name, 'lease.clock', given.clock)
-  const leased = new Leases(store, share, ttlMs, slots, clock)
+  const leased = new Leases(store, share, ttlMs, slots, clock, name)
   // Everything the wrapped store offers beyond `Store` (a Redis store's `status`) stays reachable.
   const bound = new Map<PropertyKey, unknown>()
   return new Proxy(leased, {
@@ -147,6 +147,12 @@ class LocalSlot implements Lease {
   }
 }
 
+/**
+ * A cost as the store is asked: one number for one policy, so a store keeps its fast path
+ * for one policy and one cost (Redis runs the algorithm's own small script then).
+ */
+const charge = (costs: number[]): Cost => (costs.length === 1 ? costs[0]! : costs)
+
 const signature = (policies: readonly Policy[]): string =>
   policies.length === 1 ? policies[0]!.id : policies.map((policy) => policy.id).join('\u0000')
 
@@ -165,8 +171,17 @@ class Leases implements LeasedStore {
   #async = false
   #sweeper: ReturnType<typeof setInterval> | undefined
   #slotSeq = 0
+  readonly #name: string
 
-  constructor(store: Store, share: number, ttlMs: number, slots: number | undefined, clock: Clock) {
+  constructor(
+    store: Store,
+    share: number,
+    ttlMs: number,
+    slots: number | undefined,
+    clock: Clock,
+    name: string,
+  ) {
+    this.#name = name
     this.#store = store
     this.#share = share
     this.#ttlMs = ttlMs
@@ -222,7 +237,7 @@ class Leases implements LeasedStore {
         return this.#seen(this.#store.take(key, policies, cost, into))
       if (policy.spec.algorithm === 'concurrency') rate = false
     }
-    checkCost('withLeases.take', cost, n)
+    checkCost(`${this.#name}.take`, cost, n)
     if (rate) return this.#takeRate(key, policies, cost)
     if (n === 1 && typeof cost === 'number') return this.#takeSlots(key, policies[0]!, cost)
     return this.#seen(this.#store.take(key, policies, cost, into))
@@ -262,9 +277,6 @@ class Leases implements LeasedStore {
 
   #takeRate(key: string, policies: readonly Policy[], cost: Cost): MaybePromise<TakeResult> {
     const entry = this.#rateEntry(key, policies)
-    if (entry.pending !== undefined) {
-      return entry.pending.then(() => this.#takeRate(key, policies, cost))
-    }
     const now = this.#clock.now()
     const n = policies.length
     if (now < entry.expiresAt) {
@@ -272,8 +284,13 @@ class Leases implements LeasedStore {
       for (let i = 0; i < n; i++) if (entry.left[i]! < costAt(cost, i)) fits = false
       if (fits) {
         for (let i = 0; i < n; i++) entry.left[i]! -= costAt(cost, i)
-        return this.#answer(this.#localResult(entry, now))
+        const result = this.#localResult(entry, now)
+        if (entry.pending === undefined) this.#topUp(entry, now)
+        return this.#answer(result)
       }
+    }
+    if (entry.pending !== undefined) {
+      return entry.pending.then(() => this.#takeRate(key, policies, cost))
     }
     if (now < entry.refusedUntil) {
       let covered = true
@@ -283,13 +300,77 @@ class Leases implements LeasedStore {
     return this.#renew(entry, cost, now)
   }
 
+  /**
+   * Once three quarters of a block are spent, takes what it lacks (in the background: decisions go on
+   * from what is left meanwhile), so a hot key never waits for the store while it holds
+   * quota. A process never holds more than one block's worth: the bound stays N × B. The
+   * lease still ends when its first block's time is up.
+   */
+  #topUp(entry: RateEntry, sentAt: number): void {
+    const n = entry.policies.length
+    const missing = new Array<number>(n)
+    let low = false
+    let any = false
+    for (let i = 0; i < n; i++) {
+      const target = entry.target[i]!
+      missing[i] = Math.max(0, target - entry.left[i]!)
+      if (missing[i]! > 0) any = true
+      if (4 * entry.left[i]! < target) low = true
+    }
+    if (!low || !any || this.#down()) return
+    let asked: MaybePromise<TakeResult>
+    try {
+      asked = this.#seen(this.#store.take(entry.key, entry.policies, charge(missing)))
+    } catch {
+      return
+    }
+    const settle = (result: TakeResult): void => {
+      entry.pending = undefined
+      this.#shrink(entry, result)
+      if (!result.allowed) return
+      if (this.#clock.now() < entry.expiresAt) {
+        for (let i = 0; i < n; i++) {
+          const got = result.results[i]!
+          entry.left[i]! += missing[i]!
+          entry.size[i]! += missing[i]!
+          entry.base[i] = got.remaining
+          entry.receipts[i] = got.receipt ?? entry.receipts[i]
+        }
+        return
+      }
+      // The lease ended while the call was out: these permits are a block of their own.
+      this.#refundLeft(entry)
+      this.#hold(entry, result, missing, 0, sentAt)
+    }
+    if (!isPromiseLike(asked)) {
+      settle(asked)
+      return
+    }
+    entry.pending = Promise.resolve(asked).then(settle, () => {
+      entry.pending = undefined
+    })
+  }
+
+  /** The next block's size: at most `share` of capacity and an eighth of what the store has left. */
+  #shrink(entry: RateEntry, result: TakeResult): void {
+    for (let i = 0; i < entry.policies.length; i++) {
+      const remaining = result.results[i]?.remaining ?? 0
+      entry.target[i] = Math.min(
+        this.#blockOf(entry.policies[i]!),
+        Math.floor(remaining / OF_REMAINING),
+      )
+    }
+  }
+
   /** Gives back what is left of the entry's block (fire and forget: a failed refund loses permits, never adds). */
   #refundLeft(entry: RateEntry): void {
     let any = false
     for (const left of entry.left) if (left > 0) any = true
     if (any) {
       const given = entry.left.slice()
-      this.#quietly(() => this.#store.refund(entry.key, entry.policies, given, entry.receipts))
+      this.#quietly(() =>
+        this.#store.refund(entry.key, entry.policies, charge(given), entry.receipts),
+      )
     }
     entry.left.fill(0)
     entry.expiresAt = NONE
@@ -308,7 +389,10 @@ class Leases implements LeasedStore {
   #renew(entry: RateEntry, cost: Cost, now: number, exactly = false): MaybePromise<TakeResult> {
     this.#refundLeft(entry)
     const n = entry.policies.length
-    const exact = exactly || this.#down()
+    // A key not asked for within the last ttl takes only its cost: a block (and its refund)
+    // pays off only for a key asked for again, and most keys of a large key space are not.
+    const cold = !(now - entry.sentAt < this.#ttlMs)
+    const exact = exactly || cold || this.#down()
     const blocks = new Array<number>(n)
     let larger = false
     for (let i = 0; i < n; i++) {
@@ -316,16 +400,10 @@ class Leases implements LeasedStore {
       blocks[i] = exact ? charge : Math.max(charge, entry.target[i]!)
       if (blocks[i]! > charge) larger = true
     }
-    const asked = this.#seen(this.#store.take(entry.key, entry.policies, blocks))
+    const asked = this.#seen(this.#store.take(entry.key, entry.policies, charge(blocks)))
     const settle = (result: TakeResult): MaybePromise<TakeResult> => {
       entry.pending = undefined
-      for (let i = 0; i < n; i++) {
-        const remaining = result.results[i]?.remaining ?? 0
-        entry.target[i] = Math.min(
-          this.#blockOf(entry.policies[i]!),
-          Math.floor(remaining / OF_REMAINING),
-        )
-      }
+      this.#shrink(entry, result)
       if (result.allowed) {
         this.#hold(entry, result, blocks, cost, now)
         return this.#localResult(entry, now)
@@ -543,7 +621,7 @@ class Leases implements LeasedStore {
         if (receipt !== undefined && receipt !== entry.receipts[i]) same = false
       }
       if (same) {
-        checkCost('withLeases.refund', cost, policies.length)
+        checkCost(`${this.#name}.refund`, cost, policies.length)
         // Permits this block handed out come back to it, never beyond its size.
         for (let i = 0; i < policies.length; i++) {
           entry.left[i] = Math.min(entry.size[i]!, entry.left[i]! + costAt(cost, i))
@@ -633,7 +711,8 @@ class Leases implements LeasedStore {
   /** Leases end on time even for keys no longer asked for: one timer per store, while it holds any. */
   #startSweeping(): void {
     if (this.#sweeper !== undefined || this.#clock !== systemClock) return
-    this.#sweeper = setInterval(() => this.#sweep(false), this.#ttlMs)
+    // setInterval fires at once for anything longer than 2^31 − 1 ms.
+    this.#sweeper = setInterval(() => this.#sweep(false), Math.min(this.#ttlMs, 2 ** 31 - 1))
     this.#sweeper.unref?.()
   }
 

@@ -1,5 +1,6 @@
 import type { Clock, Duration } from '@sluice/core'
 import { rangeError, readClock, readOptions, typeError } from '@sluice/core/validation'
+import type { LeaseOptions } from '@sluice/keyed'
 import {
   type OnError,
   REMOTE_STORE_OPTIONS,
@@ -53,9 +54,16 @@ export interface RedisStoreOptions extends RemoteStoreOptions<RedisStoreError> {
    * which is what production must use: application servers' clocks disagree.
    */
   clock?: Clock
+  /**
+   * Quota leases (`withLeases` of `@sluice/keyed`): each process takes a block of permits
+   * (`share` of the capacity, default 0.001) in one call and decides locally until it is
+   * spent or `ttl` (default `'1s'`) ends. Admits at most N × block beyond the limit with N
+   * processes (0 for a fixed window): see the README. Default: off, every decision exact.
+   */
+  lease?: LeaseOptions
 }
 
-const OPTIONS = ['client', 'prefix', 'clock', ...REMOTE_STORE_OPTIONS]
+const OPTIONS = ['client', 'prefix', 'clock', 'lease', ...REMOTE_STORE_OPTIONS]
 
 /**
  * Names that mean "connect for me" (an address, or another library's client option): the
@@ -81,6 +89,7 @@ export interface StoreSettings extends RemoteStoreSettings<RedisStoreError> {
   readonly client: RedisClient
   readonly prefix: string
   readonly clock: Clock | undefined
+  readonly lease: LeaseOptions | undefined
 }
 
 /**
@@ -96,6 +105,7 @@ export function readStoreSettings(options: RedisStoreOptions): StoreSettings {
     client: options.client,
     prefix: readPrefix(options.prefix),
     clock: options.clock === undefined ? undefined : readClock(FACTORY, 'clock', options.clock),
+    lease: options.lease,
   }
 }
 

@@ -2,14 +2,17 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '@sluice/core'
 import { micros } from '@sluice/core/internal'
 import { rangeError } from '@sluice/core/validation'
-import type {
-  AsyncStore,
-  Cost,
-  Lease,
-  Policy,
-  PolicyResult,
-  TakeBuffer,
-  TakeResult,
+import {
+  type AsyncStore,
+  type Cost,
+  type Lease,
+  memoryStore,
+  type Policy,
+  type PolicyResult,
+  type Store,
+  type TakeBuffer,
+  type TakeResult,
+  withLeases,
 } from '@sluice/keyed'
 import { checkBlock, checkCost, Fallback, StoreHealth } from '@sluice/keyed/store'
 import type { SendCommand } from './client'
@@ -94,7 +97,17 @@ const EMPTY: TakeResult = { allowed: true, results: [] }
  * ```
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  return new RedisBackedStore(readStoreSettings(options))
+  const settings = readStoreSettings(options)
+  const store = new RedisBackedStore(settings)
+  const { lease, clock } = settings
+  if (lease === undefined) return store
+  // Leases end on the test's clock too when one is given; the wrapper keeps `status` and
+  // answers with promises, as a RedisStore does.
+  return withLeases(
+    store,
+    clock && !lease.clock ? { ...lease, clock } : lease,
+    FACTORY,
+  ) as unknown as RedisStore
 }
 
 class RedisBackedStore implements RedisStore {
