@@ -11,7 +11,7 @@ import { clusterStore } from '@sluice/cluster'
 import type * as Validation from '@sluice/core/validation'
 import { denoKvStore } from '@sluice/deno-kv'
 import { bulkhead, rateLimit } from '@sluice/express'
-import { keyedLimiter } from '@sluice/keyed'
+import { keyedLimiter, memoryStore, withLeases } from '@sluice/keyed'
 import { redisStore } from '@sluice/redis'
 import { describe, expect, it, vi } from 'vitest'
 
@@ -58,6 +58,12 @@ const documented: Documented[] = [
     heading: '## `keyedLimiter(options)`',
     factory: 'keyedLimiter',
     build: () => keyedLimiter({}),
+  },
+  {
+    document: 'packages/keyed/README.md',
+    heading: '## Quota leases',
+    factory: 'withLeases',
+    build: () => withLeases(memoryStore(), {}),
   },
   {
     document: 'packages/redis/README.md',

@@ -51,8 +51,14 @@ class Client {
       if (known !== undefined) return known
       const ref = ++this.#refSeq
       this.#refs.set(policy, ref)
-      const { name, spec, block } = policy
-      return block === undefined ? { ref, name, spec } : { ref, name, spec, block }
+      const { name, spec, block, carry } = policy
+      return {
+        ref,
+        name,
+        spec,
+        ...(block === undefined ? {} : { block }),
+        ...(carry === undefined ? {} : { carry }),
+      }
     })
   }
 
@@ -240,6 +246,8 @@ export function clientStore(
 
   return {
     role: 'worker',
+    // The host's memory store keeps a policy's state by name and carries it over.
+    carries: true,
     get status() {
       return health.status
     },

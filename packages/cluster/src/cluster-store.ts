@@ -179,6 +179,7 @@ export function clusterStore(options: ClusterStoreOptions = {}): ClusterStore {
   const memory = host.memory
   return {
     role: 'host',
+    carries: true,
     status: 'up',
     async close() {
       if (closed) return
@@ -202,6 +203,7 @@ function leased(client: ClusterStore, lease: LeaseOptions): ClusterStore {
   const store = withLeases(client, lease, FACTORY)
   return {
     role: 'worker',
+    carries: true,
     get status() {
       return client.status
     },

@@ -24,7 +24,7 @@ export class Connection {
         if (known === undefined) throw new Error(`policy ${entry} was never defined`)
         return known
       }
-      const policy = makePolicy(entry.spec, entry.name, entry.block)
+      const policy = makePolicy(entry.spec, entry.name, entry.block, entry.carry)
       this.#policies.set(entry.ref, policy)
       return policy
     })

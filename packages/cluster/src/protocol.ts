@@ -1,4 +1,4 @@
-import type { NormalizedSpec } from '@sluice/core'
+import type { Carry, NormalizedSpec } from '@sluice/core'
 import type { Cost, Penalty, WireTake } from '@sluice/keyed/store'
 
 /** Marks the store's messages among a process's others (user messages, PM2's). */
@@ -16,6 +16,8 @@ export type WirePolicy =
       readonly name: string
       readonly spec: NormalizedSpec
       readonly block?: Penalty | undefined
+      /** How state written under another spec of this name carries over (the host converts it). */
+      readonly carry?: Carry | undefined
     }
 
 /** One call of a worker's store, answered by a {@link Reply} with the same `id`. */

@@ -235,9 +235,10 @@ export class SluiceService {
         // The contract's "same name replaces": this handler counts a policy of the module's
         // name under its own spec. A fixed list would be refused by the store's name
         // claims (one name, two specs, one store), which guard against exactly this in
-        // plain middleware; a list given as a function is not claimed. Its state is still
-        // apart from the module's: the store keys state by name and spec. Checked here,
-        // since a function's policies are compiled at the first request.
+        // plain middleware; a list given as a function is not claimed. Its state is the
+        // module policy's, carried over between the two specs on each change (a store keeps
+        // a policy's state by name). Checked here, since a function's policies are compiled
+        // at the first request.
         keyedLimiter({ policies })
         const pick = () => policies
         this.#replacing.set(pick, policies)
