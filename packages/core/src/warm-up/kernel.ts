@@ -1,4 +1,4 @@
-import { micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
+import { gcd, micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
 import { GcraKernel, grown } from '../gcra/kernel'
 import type { NormalizedRateSpec } from '../types'
 
@@ -25,6 +25,15 @@ export class WarmUpKernel extends GcraKernel {
   readonly #warmUp: number
   /** capacity·T in ticks, or Infinity when that passes 2^53 (then always above an interval). */
   readonly #tauInTicks: number
+  /** The age (µs) at which the interval falls to capacity·T (capacity below 3). */
+  readonly #fullBurstAge: number
+  /**
+   * 2·T / warmUp in lowest terms (0 / 1 when 2·T passes 2^53), so the interval's fall
+   * `floor(2·T·age / warmUp)` is a product that fits a double for most specs: no exact
+   * slow path on a hot key.
+   */
+  readonly #fallNum: number
+  readonly #fallDen: number
   /** Each row's creation time, in µs. */
   #created = new Float64Array(0)
 
@@ -33,6 +42,12 @@ export class WarmUpKernel extends GcraKernel {
     this.#warmUp = micros(spec.warmUp)
     const tau = spec.capacity * this.window
     this.#tauInTicks = tau <= Number.MAX_SAFE_INTEGER ? tau : Number.POSITIVE_INFINITY
+    this.#fullBurstAge = (this.#warmUp * (COLD_FACTOR - spec.capacity)) / (COLD_FACTOR - 1)
+    const twice = 2 * this.window
+    const common =
+      twice <= Number.MAX_SAFE_INTEGER && this.#warmUp > 0 ? gcd(twice, this.#warmUp) : 0
+    this.#fallNum = common === 0 ? 0 : twice / common
+    this.#fallDen = common === 0 ? 1 : this.#warmUp / common
     this.freshPermits = this.available(-1, 0)
   }
 
@@ -54,7 +69,12 @@ export class WarmUpKernel extends GcraKernel {
   /** The interval in ticks at age `age` (µs). */
   #interval(age: number): number {
     if (age >= this.#warmUp) return this.window
-    mulDivMod(2 * this.window, Math.max(age, 0), this.#warmUp)
+    const a = age > 0 ? age : 0
+    const fall = this.#fallNum * a
+    if (fall <= Number.MAX_SAFE_INTEGER && this.#fallNum !== 0) {
+      return COLD_FACTOR * this.window - Math.floor(fall / this.#fallDen)
+    }
+    mulDivMod(2 * this.window, a, this.#warmUp)
     return COLD_FACTOR * this.window - PAIR[0]!
   }
 
@@ -180,32 +200,51 @@ export class WarmUpKernel extends GcraKernel {
    * Walk the pieces and solve the first one that reaches zero.
    */
   #estimate(at: number, frac: number, t: number, age: number, cost: number): number {
-    const ticks = this.ticks
-    const window = this.window
-    const warmUp = this.#warmUp
-    const tau = this.capacity * window
-    const debt = at < t ? 0 : (at - t) * ticks + frac
-    const excess = (dt: number) => {
-      const a = age + dt
-      const interval =
-        a >= warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / warmUp)
-      return Math.max(0, debt - dt * ticks) + cost * interval - Math.max(tau, interval)
+    const debt = at < t ? 0 : (at - t) * this.ticks + frac
+    // The kinks, in order, without an array: a decision allocates nothing.
+    let k1 = debt / this.ticks
+    let k2 = this.#warmUp - age
+    let k3 = this.capacity < COLD_FACTOR ? this.#fullBurstAge - age : Number.POSITIVE_INFINITY
+    const kinks = this.capacity < COLD_FACTOR ? 3 : 2
+    let swap = k1
+    if (k1 > k2) {
+      k1 = k2
+      k2 = swap
     }
-    const kinks = [debt / ticks, warmUp - age]
-    if (this.capacity < COLD_FACTOR) {
-      kinks.push((warmUp * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1) - age)
+    if (k2 > k3) {
+      swap = k2
+      k2 = k3
+      k3 = swap
     }
-    kinks.sort((a, b) => a - b)
+    if (k1 > k2) {
+      swap = k1
+      k1 = k2
+      k2 = swap
+    }
     let from = 0
-    let before = excess(0)
-    for (const to of kinks) {
+    let before = this.#excess(0, age, debt, cost)
+    for (let i = 0; i < kinks; i++) {
+      const to = i === 0 ? k1 : i === 1 ? k2 : k3
       if (to <= from) continue
-      const after = excess(to)
+      const after = this.#excess(to, age, debt, cost)
       if (after <= 0) return from + (before * (to - from)) / (before - after)
       from = to
       before = after
     }
     return from
+  }
+
+  /** For `#estimate`: the excess over the budget `dt` µs from now, in floating point. */
+  #excess(dt: number, age: number, debt: number, cost: number): number {
+    const window = this.window
+    const a = age + dt
+    const interval =
+      a >= this.#warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / this.#warmUp)
+    return (
+      Math.max(0, debt - dt * this.ticks) +
+      cost * interval -
+      Math.max(this.capacity * window, interval)
+    )
   }
 
   /**
