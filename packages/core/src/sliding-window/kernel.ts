@@ -108,7 +108,7 @@ export class SlidingWindowKernel implements RateKernel {
       part = PAIR[0]!
     }
     const g = whole * this.#slots + part
-    return g > head ? g : head
+    return Math.max(g, head)
   }
 
   /** The first microsecond of generation `g`: the least t with generation(t) ≥ g. */

@@ -7,6 +7,13 @@ type WarmUpSpec = Extract<NormalizedRateSpec, { algorithm: 'warm-up' }>
 /** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
 const COLD_FACTOR = 3
 
+/**
+ * Scratch the kernel's helpers pass numbers through: `[interval, at, frac, created, t,
+ * estimate]` (one per process, read straight after). A large double passed to or returned
+ * from a call V8 did not inline is a fresh heap number; a slot of a Float64Array is not.
+ */
+const S = new Float64Array(6)
+
 /** Doublings a search for the first admitting microsecond may take past its estimate. */
 const GALLOP_STEPS = 64
 
@@ -66,16 +73,28 @@ export class WarmUpKernel extends GcraKernel {
     return false
   }
 
-  /** The interval in ticks at age `age` (µs). */
-  #interval(age: number): number {
-    if (age >= this.#warmUp) return this.window
+  /** The interval in ticks at age `age` (µs), into `S[0]`. */
+  #interval(age: number): void {
+    if (age >= this.#warmUp) {
+      S[0] = this.window
+      return
+    }
     const a = age > 0 ? age : 0
     const fall = this.#fallNum * a
     if (fall <= Number.MAX_SAFE_INTEGER && this.#fallNum !== 0) {
-      return COLD_FACTOR * this.window - Math.floor(fall / this.#fallDen)
+      S[0] = COLD_FACTOR * this.window - Math.floor(fall / this.#fallDen)
+      return
     }
     mulDivMod(2 * this.window, a, this.#warmUp)
-    return COLD_FACTOR * this.window - PAIR[0]!
+    S[0] = COLD_FACTOR * this.window - PAIR[0]!
+  }
+
+  /** The row's state (`-1`: fresh) and the time `t` (µs) into `S[1..4]`, for `#fits`. */
+  #state(row: number, t: number, created: number): void {
+    S[1] = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    S[2] = row < 0 ? 0 : this.frac[row]!
+    S[3] = created
+    S[4] = t
   }
 
   #createdOf(row: number, t: number): number {
@@ -83,7 +102,8 @@ export class WarmUpKernel extends GcraKernel {
   }
 
   protected override costPair(row: number, t: number, cost: number): void {
-    mulDivMod(cost, this.#interval(t - this.#createdOf(row, t)), this.ticks)
+    this.#interval(t - this.#createdOf(row, t))
+    mulDivMod(cost, S[0]!, this.ticks)
   }
 
   /** τ at `interval` (ticks), into PAIR: capacity·T, or one interval when that is more. */
@@ -96,13 +116,20 @@ export class WarmUpKernel extends GcraKernel {
     }
   }
 
-  /** Whether `cost` permits fit at `t` (µs) on the state (`at`, `frac`, `created`). */
-  #fits(at: number, frac: number, created: number, t: number, cost: number): boolean {
+  /**
+   * Whether `cost` permits fit `dt` µs after `S[4]` on the state (`at`, `frac`, `created`)
+   * in `S[1..3]`.
+   */
+  #fits(dt: number, cost: number): boolean {
+    const t = S[4]! + dt
+    let at = S[1]!
+    let frac = S[2]!
     if (at < t) {
       at = t
       frac = 0
     }
-    const interval = this.#interval(t - created)
+    this.#interval(t - S[3]!)
+    const interval = S[0]!
     mulDivMod(cost, interval, this.ticks)
     at += PAIR[0]!
     frac += PAIR[1]!
@@ -119,9 +146,8 @@ export class WarmUpKernel extends GcraKernel {
     const t = micros(now)
     const created = this.#createdOf(row, t)
     if (t - created >= this.#warmUp) return super.take(row, now, cost, out)
-    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
-    const frac = row < 0 ? 0 : this.frac[row]!
-    const allowed = cost <= this.capacity && this.#fits(at, frac, created, t, cost)
+    this.#state(row, t, created)
+    const allowed = cost <= this.capacity && this.#fits(0, cost)
     if (allowed && row >= 0) this.force(row, now, cost)
     if (out !== undefined) this.report(row, t, cost, allowed, out)
     return allowed
@@ -129,7 +155,8 @@ export class WarmUpKernel extends GcraKernel {
 
   /** floor((τ − debt) / interval), at most capacity, 0 in debt. */
   protected override availableAt(row: number, t: number): number {
-    const interval = this.#interval(t - this.#createdOf(row, t))
+    this.#interval(t - this.#createdOf(row, t))
+    const interval = S[0]!
     if (interval === this.window) return super.availableAt(row, t)
     this.#tolerance(interval)
     let us = PAIR[0]!
@@ -166,18 +193,20 @@ export class WarmUpKernel extends GcraKernel {
     const frac = row < 0 ? 0 : this.frac[row]!
     const created = this.#createdOf(row, t)
     if (t - created >= this.#warmUp) return this.steadyWaitUs(at, frac, t, cost)
-    if (this.#fits(at, frac, created, t, cost)) return 0
-    const guess = Math.max(1, Math.ceil(this.#estimate(at, frac, t, t - created, cost)))
+    this.#state(row, t, created)
+    if (this.#fits(0, cost)) return 0
+    this.#estimate(t - created, cost)
+    const guess = Math.max(1, Math.ceil(S[5]!))
     let lo: number
     let hi: number
-    if (this.#fits(at, frac, created, t + guess, cost)) {
-      if (!this.#fits(at, frac, created, t + guess - 1, cost)) return guess
+    if (this.#fits(guess, cost)) {
+      if (!this.#fits(guess - 1, cost)) return guess
       lo = 0
       hi = guess - 1
     } else {
       let step = 1
       for (let i = 0; i < GALLOP_STEPS; i++, step *= 2) {
-        if (this.#fits(at, frac, created, t + guess + step, cost)) break
+        if (this.#fits(guess + step, cost)) break
       }
       lo = guess + Math.floor(step / 2)
       hi = guess + step
@@ -187,7 +216,7 @@ export class WarmUpKernel extends GcraKernel {
     while (hi - lo > 1) {
       const mid = lo + Math.floor((hi - lo) / 2)
       if (mid === lo || mid === hi) break
-      if (this.#fits(at, frac, created, t + mid, cost)) hi = mid
+      if (this.#fits(mid, cost)) hi = mid
       else lo = mid
     }
     return hi
@@ -199,11 +228,17 @@ export class WarmUpKernel extends GcraKernel {
    * where the debt is paid, where the interval falls to capacity·T and where warm-up ends.
    * Walk the pieces and solve the first one that reaches zero.
    */
-  #estimate(at: number, frac: number, t: number, age: number, cost: number): number {
-    const debt = at < t ? 0 : (at - t) * this.ticks + frac
+  #estimate(age: number, cost: number): void {
+    const at = S[1]!
+    const t = S[4]!
+    const ticks = this.ticks
+    const window = this.window
+    const warmUp = this.#warmUp
+    const tau = this.capacity * window
+    const debt = at < t ? 0 : (at - t) * ticks + S[2]!
     // The kinks, in order, without an array: a decision allocates nothing.
-    let k1 = debt / this.ticks
-    let k2 = this.#warmUp - age
+    let k1 = debt / ticks
+    let k2 = warmUp - age
     let k3 = this.capacity < COLD_FACTOR ? this.#fullBurstAge - age : Number.POSITIVE_INFINITY
     const kinks = this.capacity < COLD_FACTOR ? 3 : 2
     let swap = k1
@@ -222,29 +257,27 @@ export class WarmUpKernel extends GcraKernel {
       k2 = swap
     }
     let from = 0
-    let before = this.#excess(0, age, debt, cost)
-    for (let i = 0; i < kinks; i++) {
-      const to = i === 0 ? k1 : i === 1 ? k2 : k3
-      if (to <= from) continue
-      const after = this.#excess(to, age, debt, cost)
-      if (after <= 0) return from + (before * (to - from)) / (before - after)
+    let before = 0
+    // i = -1 is the excess now; then the excess at each kink, as one expression.
+    for (let i = -1; i < kinks; i++) {
+      const to = i === -1 ? 0 : i === 0 ? k1 : i === 1 ? k2 : k3
+      if (i >= 0 && to <= from) continue
+      const a = age + to
+      const interval =
+        a >= warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / warmUp)
+      const after = Math.max(0, debt - to * ticks) + cost * interval - Math.max(tau, interval)
+      if (i === -1) {
+        before = after
+        continue
+      }
+      if (after <= 0) {
+        S[5] = from + (before * (to - from)) / (before - after)
+        return
+      }
       from = to
       before = after
     }
-    return from
-  }
-
-  /** For `#estimate`: the excess over the budget `dt` µs from now, in floating point. */
-  #excess(dt: number, age: number, debt: number, cost: number): number {
-    const window = this.window
-    const a = age + dt
-    const interval =
-      a >= this.#warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / this.#warmUp)
-    return (
-      Math.max(0, debt - dt * this.ticks) +
-      cost * interval -
-      Math.max(this.capacity * window, interval)
-    )
+    S[5] = from
   }
 
   /**
@@ -280,7 +313,8 @@ export class WarmUpKernel extends GcraKernel {
   }
 
   protected override intervalTicks(created: number, t: number): bigint {
-    return BigInt(this.#interval(t - created))
+    this.#interval(t - created)
+    return BigInt(S[0]!)
   }
 
   /** capacity·T, or one interval when that is more (as `#tolerance`). */
