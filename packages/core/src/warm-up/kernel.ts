@@ -130,15 +130,26 @@ export class WarmUpKernel extends GcraKernel {
     }
     this.#interval(t - S[3]!)
     const interval = S[0]!
-    mulDivMod(cost, interval, this.ticks)
-    at += PAIR[0]!
-    frac += PAIR[1]!
+    // cost·interval / ticks and τ inline: a large double passed to a call is a heap number.
+    const product = cost * interval
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      const us = Math.floor(product / this.ticks)
+      at += us
+      frac += product - us * this.ticks
+    } else {
+      mulDivMod(cost, interval, this.ticks)
+      at += PAIR[0]!
+      frac += PAIR[1]!
+    }
     if (frac >= this.ticks) {
       frac -= this.ticks
       at += 1
     }
-    this.#tolerance(interval)
     const ahead = at - t
+    if (interval <= this.#tauInTicks) {
+      return ahead < this.tauUs || (ahead === this.tauUs && frac <= this.tauTicks)
+    }
+    this.#tolerance(interval)
     return ahead < PAIR[0]! || (ahead === PAIR[0] && frac <= PAIR[1]!)
   }
 
