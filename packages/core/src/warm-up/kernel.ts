@@ -9,10 +9,10 @@ const COLD_FACTOR = 3
 
 /**
  * Scratch the kernel's helpers pass numbers through: `[interval, at, frac, created, t,
- * estimate]` (one per process, read straight after). A large double passed to or returned
+ * estimate, at and frac after the fit tested]` (one per process, read straight after). A large double passed to or returned
  * from a call V8 did not inline is a fresh heap number; a slot of a Float64Array is not.
  */
-const S = new Float64Array(6)
+const S = new Float64Array(8)
 
 /** Doublings a search for the first admitting microsecond may take past its estimate. */
 const GALLOP_STEPS = 64
@@ -103,7 +103,14 @@ export class WarmUpKernel extends GcraKernel {
 
   protected override costPair(row: number, t: number, cost: number): void {
     this.#interval(t - this.#createdOf(row, t))
-    mulDivMod(cost, S[0]!, this.ticks)
+    const product = cost * S[0]!
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      const us = Math.floor(product / this.ticks)
+      PAIR[0] = us
+      PAIR[1] = product - us * this.ticks
+    } else {
+      mulDivMod(cost, S[0]!, this.ticks)
+    }
   }
 
   /** τ at `interval` (ticks), into PAIR: capacity·T, or one interval when that is more. */
@@ -145,6 +152,8 @@ export class WarmUpKernel extends GcraKernel {
       frac -= this.ticks
       at += 1
     }
+    S[6] = at
+    S[7] = frac
     const ahead = at - t
     if (interval <= this.#tauInTicks) {
       return ahead < this.tauUs || (ahead === this.tauUs && frac <= this.tauTicks)
@@ -159,7 +168,11 @@ export class WarmUpKernel extends GcraKernel {
     if (t - created >= this.#warmUp) return super.take(row, now, cost, out)
     this.#state(row, t, created)
     const allowed = cost <= this.capacity && this.#fits(0, cost)
-    if (allowed && row >= 0) this.force(row, now, cost)
+    // What `force` would write: `#fits` at `t` computed the new `tat` (S[6], S[7]).
+    if (allowed && row >= 0) {
+      this.at[row] = S[6]!
+      this.frac[row] = S[7]!
+    }
     if (out !== undefined) this.report(row, t, cost, allowed, out)
     return allowed
   }
@@ -169,9 +182,13 @@ export class WarmUpKernel extends GcraKernel {
     this.#interval(t - this.#createdOf(row, t))
     const interval = S[0]!
     if (interval === this.window) return super.availableAt(row, t)
-    this.#tolerance(interval)
-    let us = PAIR[0]!
-    let ticks = PAIR[1]!
+    let us = this.tauUs
+    let ticks = this.tauTicks
+    if (interval > this.#tauInTicks) {
+      this.#tolerance(interval)
+      us = PAIR[0]!
+      ticks = PAIR[1]!
+    }
     const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
     if (at >= t) {
       us -= at - t
@@ -182,7 +199,12 @@ export class WarmUpKernel extends GcraKernel {
       }
       if (us < 0) return 0
     }
-    const free = mulAddDiv(us, this.ticks, ticks, interval)
+    // floor((us·ticks + ticks) / interval), inline while it fits a double.
+    const numerator = us * this.ticks + ticks
+    const free =
+      us * this.ticks <= Number.MAX_SAFE_INTEGER && numerator <= Number.MAX_SAFE_INTEGER
+        ? Math.floor(numerator / interval)
+        : mulAddDiv(us, this.ticks, ticks, interval)
     return Math.min(free, this.capacity)
   }
 
