@@ -179,9 +179,17 @@ export class WarmUpKernel extends GcraKernel {
 
   /** floor((τ − debt) / interval), at most capacity, 0 in debt. */
   protected override availableAt(row: number, t: number): number {
-    this.#interval(t - this.#createdOf(row, t))
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) return super.availableAt(row, t)
+    this.#state(row, t, created)
+    return this.#freeNow()
+  }
+
+  /** The warming `availableAt`, on the state `#state` put in `S[1..4]`. */
+  #freeNow(): number {
+    const t = S[4]!
+    this.#interval(t - S[3]!)
     const interval = S[0]!
-    if (interval === this.window) return super.availableAt(row, t)
     let us = this.tauUs
     let ticks = this.tauTicks
     if (interval > this.#tauInTicks) {
@@ -189,10 +197,10 @@ export class WarmUpKernel extends GcraKernel {
       us = PAIR[0]!
       ticks = PAIR[1]!
     }
-    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    const at = S[1]!
     if (at >= t) {
       us -= at - t
-      ticks -= this.frac[row]!
+      ticks -= S[2]!
       if (ticks < 0) {
         ticks += this.ticks
         us -= 1
@@ -206,6 +214,34 @@ export class WarmUpKernel extends GcraKernel {
         ? Math.floor(numerator / interval)
         : mulAddDiv(us, this.ticks, ticks, interval)
     return Math.min(free, this.capacity)
+  }
+
+  /**
+   * While warming, the report on the state in `S` (one `#state` for the free count and both
+   * waits): times stay in the Float64Array rather than pass across calls as heap numbers.
+   */
+  protected override report(
+    row: number,
+    t: number,
+    cost: number,
+    allowed: boolean,
+    out: Parameters<GcraKernel['take']>[3] & object,
+  ): void {
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) {
+      super.report(row, t, cost, allowed, out)
+      return
+    }
+    this.#state(row, t, created)
+    const available = this.#freeNow()
+    out.available = available
+    out.resetMs = available < this.capacity ? this.#searchUs(available + 1) / 1000 : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : cost > this.capacity
+        ? Number.POSITIVE_INFINITY
+        : this.#searchUs(cost) / 1000
+    out.receipt = row < 0 ? t : this.receipt(row)
   }
 
   /** While warming the interval moves too: the search, not the token bucket's closed form. */
@@ -227,8 +263,13 @@ export class WarmUpKernel extends GcraKernel {
     const created = this.#createdOf(row, t)
     if (t - created >= this.#warmUp) return this.steadyWaitUs(at, frac, t, cost)
     this.#state(row, t, created)
+    return this.#searchUs(cost)
+  }
+
+  /** The warming `waitUs`, on the state `#state` put in `S[1..4]`. */
+  #searchUs(cost: number): number {
     if (this.#fits(0, cost)) return 0
-    this.#estimate(t - created, cost)
+    this.#estimate(S[4]! - S[3]!, cost)
     const guess = Math.max(1, Math.ceil(S[5]!))
     let lo: number
     let hi: number
