@@ -79,7 +79,7 @@ export class WarmUpKernel extends GcraKernel {
       S[0] = this.window
       return
     }
-    const a = age > 0 ? age : 0
+    const a = Math.max(age, 0)
     const fall = this.#fallNum * a
     if (fall <= Number.MAX_SAFE_INTEGER && this.#fallNum !== 0) {
       S[0] = COLD_FACTOR * this.window - Math.floor(fall / this.#fallDen)
