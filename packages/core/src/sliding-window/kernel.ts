@@ -5,6 +5,9 @@ import type { NormalizedRateSpec } from '../types'
 
 type SlidingWindowSpec = Extract<NormalizedRateSpec, { algorithm: 'sliding-window' }>
 
+/** Where `#waitUs` leaves its wait, in µs (one per process, read straight after). */
+const WAIT = new Float64Array(1)
+
 /** Counts of a sliding window's slots: the narrowest unsigned integers that hold them. */
 export type Counts = Uint8Array | Uint16Array | Uint32Array | Float64Array
 
@@ -94,15 +97,30 @@ export class SlidingWindowKernel implements RateKernel {
   /** The generation of `t` (µs), never before the row's head (a clock never steps back here). */
   #generation(t: number, head: number): number {
     const whole = Math.floor(t / this.#window)
-    mulDivMod(t - whole * this.#window, this.#slots, this.#window)
-    const g = whole * this.#slots + PAIR[0]!
+    const into = t - whole * this.#window
+    // into·slots fits a double for every spec of sane size: the exact slow path is rare.
+    const product = into * this.#slots
+    let part: number
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      part = Math.floor(product / this.#window)
+    } else {
+      mulDivMod(into, this.#slots, this.#window)
+      part = PAIR[0]!
+    }
+    const g = whole * this.#slots + part
     return Math.max(g, head)
   }
 
   /** The first microsecond of generation `g`: the least t with generation(t) ≥ g. */
   #start(g: number): number {
     const whole = Math.floor(g / this.#slots)
-    return whole * this.#window + mulDivCeil(g - whole * this.#slots, this.#window, this.#slots)
+    const into = g - whole * this.#slots
+    const product = into * this.#window
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      const part = Math.floor(product / this.#slots)
+      return whole * this.#window + (product - part * this.#slots > 0 ? part + 1 : part)
+    }
+    return whole * this.#window + mulDivCeil(into, this.#window, this.#slots)
   }
 
   #index(row: number, g: number): number {
@@ -168,11 +186,10 @@ export class SlidingWindowKernel implements RateKernel {
   }
 
   take(row: number, now: number, cost: number, out?: Quota): boolean {
-    const t = micros(now)
-    const g = this.#generation(t, this.#head(row))
+    const g = this.#generation(micros(now), this.#head(row))
     const allowed = this.#used(row, g) + cost <= this.#limit
     if (allowed && row >= 0) this.#add(row, g, cost)
-    if (out !== undefined) this.#report(row, t, g, cost, allowed, out)
+    if (out !== undefined) this.#report(row, now, g, cost, allowed, out)
     return allowed
   }
 
@@ -186,51 +203,70 @@ export class SlidingWindowKernel implements RateKernel {
   }
 
   quota(row: number, now: number, cost: number, allowed: boolean, out: Quota): void {
-    const t = micros(now)
-    this.#report(row, t, this.#generation(t, this.#head(row)), cost, allowed, out)
+    this.#report(row, now, this.#generation(micros(now), this.#head(row)), cost, allowed, out)
   }
 
-  #report(row: number, t: number, g: number, cost: number, allowed: boolean, out: Quota): void {
+  /**
+   * Times pass as the caller's `now` (ms) and waits come back in {@link WAIT}: a large
+   * double passed to or returned from a call V8 did not inline is a fresh heap number.
+   */
+  #report(row: number, now: number, g: number, cost: number, allowed: boolean, out: Quota): void {
     const used = this.#used(row, g)
     const available = used < this.#limit ? this.#limit - used : 0
     out.available = available
-    out.resetMs = available < this.#limit ? this.#waitUs(row, t, g, used, available + 1) / 1000 : 0
-    out.retryAfterMs = allowed
-      ? 0
-      : cost > this.#limit
-        ? Number.POSITIVE_INFINITY
-        : this.#waitUs(row, t, g, used, cost) / 1000
+    if (available < this.#limit) {
+      this.#waitUs(row, now, g, used, available + 1)
+      out.resetMs = WAIT[0]! / 1000
+    } else {
+      out.resetMs = 0
+    }
+    if (allowed) {
+      out.retryAfterMs = 0
+    } else if (cost > this.#limit) {
+      out.retryAfterMs = Number.POSITIVE_INFINITY
+    } else {
+      this.#waitUs(row, now, g, used, cost)
+      out.retryAfterMs = WAIT[0]! / 1000
+    }
     out.receipt = g
   }
 
   wait(row: number, now: number, cost: number): number {
     if (cost > this.#limit) return Number.POSITIVE_INFINITY
-    const t = micros(now)
-    const g = this.#generation(t, this.#head(row))
-    return this.#waitUs(row, t, g, this.#used(row, g), cost) / 1000
+    const g = this.#generation(micros(now), this.#head(row))
+    this.#waitUs(row, now, g, this.#used(row, g), cost)
+    return WAIT[0]! / 1000
   }
 
   /**
    * Microseconds until `cost` (≤ limit) fits at generation `g` with `used` counted: until
    * enough of the oldest permits have left the window.
    */
-  #waitUs(row: number, t: number, g: number, used: number, cost: number): number {
+  #waitUs(row: number, now: number, g: number, used: number, cost: number): void {
     let excess = used + cost - this.#limit
-    if (excess <= 0) return 0
+    if (excess <= 0) {
+      WAIT[0] = 0
+      return
+    }
+    const t = micros(now)
     const head = this.#meta[2 * row]!
     const oldest = g - this.#slots
     // Everything counted sits in the newest slot (a busy key, or one that comes back now
     // and then): the walk below would find it there, after only empty slots.
     if (head >= oldest && this.#counts[this.#index(row, head)] === used) {
-      return this.#start((used >= excess ? head : g) + this.#ring) - t
+      WAIT[0] = this.#start((used >= excess ? head : g) + this.#ring) - t
+      return
     }
     // Oldest first: find the generation whose expiry frees enough permits. Only the ring
     // holds counts (generations after the head have none).
     for (let old = oldest; old <= head; old++) {
       excess -= this.#counts[this.#index(row, old)]!
-      if (excess <= 0) return this.#start(old + this.#ring) - t
+      if (excess <= 0) {
+        WAIT[0] = this.#start(old + this.#ring) - t
+        return
+      }
     }
-    return this.#start(g + this.#ring) - t
+    WAIT[0] = this.#start(g + this.#ring) - t
   }
 
   untilFresh(row: number, now: number): number {

@@ -1,4 +1,4 @@
-import { micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
+import { gcd, micros, mulAddDiv, mulDivMod, PAIR } from '../exact'
 import { GcraKernel, grown } from '../gcra/kernel'
 import type { NormalizedRateSpec } from '../types'
 
@@ -6,6 +6,13 @@ type WarmUpSpec = Extract<NormalizedRateSpec, { algorithm: 'warm-up' }>
 
 /** Cold intervals are 3·T: fixed, as in Alibaba Sentinel, so there is one curve to regress. */
 const COLD_FACTOR = 3
+
+/**
+ * Scratch the kernel's helpers pass numbers through: `[interval, at, frac, created, t,
+ * estimate, at and frac after the fit tested]` (one per process, read straight after). A large double passed to or returned
+ * from a call V8 did not inline is a fresh heap number; a slot of a Float64Array is not.
+ */
+const S = new Float64Array(8)
 
 /** Doublings a search for the first admitting microsecond may take past its estimate. */
 const GALLOP_STEPS = 64
@@ -25,6 +32,15 @@ export class WarmUpKernel extends GcraKernel {
   readonly #warmUp: number
   /** capacity·T in ticks, or Infinity when that passes 2^53 (then always above an interval). */
   readonly #tauInTicks: number
+  /** The age (µs) at which the interval falls to capacity·T (capacity below 3). */
+  readonly #fullBurstAge: number
+  /**
+   * 2·T / warmUp in lowest terms (0 / 1 when 2·T passes 2^53), so the interval's fall
+   * `floor(2·T·age / warmUp)` is a product that fits a double for most specs: no exact
+   * slow path on a hot key.
+   */
+  readonly #fallNum: number
+  readonly #fallDen: number
   /** Each row's creation time, in µs. */
   #created = new Float64Array(0)
 
@@ -33,6 +49,12 @@ export class WarmUpKernel extends GcraKernel {
     this.#warmUp = micros(spec.warmUp)
     const tau = spec.capacity * this.window
     this.#tauInTicks = tau <= Number.MAX_SAFE_INTEGER ? tau : Number.POSITIVE_INFINITY
+    this.#fullBurstAge = (this.#warmUp * (COLD_FACTOR - spec.capacity)) / (COLD_FACTOR - 1)
+    const twice = 2 * this.window
+    const common =
+      twice <= Number.MAX_SAFE_INTEGER && this.#warmUp > 0 ? gcd(twice, this.#warmUp) : 0
+    this.#fallNum = common === 0 ? 0 : twice / common
+    this.#fallDen = common === 0 ? 1 : this.#warmUp / common
     this.freshPermits = this.available(-1, 0)
   }
 
@@ -51,11 +73,28 @@ export class WarmUpKernel extends GcraKernel {
     return false
   }
 
-  /** The interval in ticks at age `age` (µs). */
-  #interval(age: number): number {
-    if (age >= this.#warmUp) return this.window
-    mulDivMod(2 * this.window, Math.max(age, 0), this.#warmUp)
-    return COLD_FACTOR * this.window - PAIR[0]!
+  /** The interval in ticks at age `age` (µs), into `S[0]`. */
+  #interval(age: number): void {
+    if (age >= this.#warmUp) {
+      S[0] = this.window
+      return
+    }
+    const a = Math.max(age, 0)
+    const fall = this.#fallNum * a
+    if (fall <= Number.MAX_SAFE_INTEGER && this.#fallNum !== 0) {
+      S[0] = COLD_FACTOR * this.window - Math.floor(fall / this.#fallDen)
+      return
+    }
+    mulDivMod(2 * this.window, a, this.#warmUp)
+    S[0] = COLD_FACTOR * this.window - PAIR[0]!
+  }
+
+  /** The row's state (`-1`: fresh) and the time `t` (µs) into `S[1..4]`, for `#fits`. */
+  #state(row: number, t: number, created: number): void {
+    S[1] = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    S[2] = row < 0 ? 0 : this.frac[row]!
+    S[3] = created
+    S[4] = t
   }
 
   #createdOf(row: number, t: number): number {
@@ -63,7 +102,15 @@ export class WarmUpKernel extends GcraKernel {
   }
 
   protected override costPair(row: number, t: number, cost: number): void {
-    mulDivMod(cost, this.#interval(t - this.#createdOf(row, t)), this.ticks)
+    this.#interval(t - this.#createdOf(row, t))
+    const product = cost * S[0]!
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      const us = Math.floor(product / this.ticks)
+      PAIR[0] = us
+      PAIR[1] = product - us * this.ticks
+    } else {
+      mulDivMod(cost, S[0]!, this.ticks)
+    }
   }
 
   /** τ at `interval` (ticks), into PAIR: capacity·T, or one interval when that is more. */
@@ -76,22 +123,42 @@ export class WarmUpKernel extends GcraKernel {
     }
   }
 
-  /** Whether `cost` permits fit at `t` (µs) on the state (`at`, `frac`, `created`). */
-  #fits(at: number, frac: number, created: number, t: number, cost: number): boolean {
+  /**
+   * Whether `cost` permits fit `dt` µs after `S[4]` on the state (`at`, `frac`, `created`)
+   * in `S[1..3]`.
+   */
+  #fits(dt: number, cost: number): boolean {
+    const t = S[4]! + dt
+    let at = S[1]!
+    let frac = S[2]!
     if (at < t) {
       at = t
       frac = 0
     }
-    const interval = this.#interval(t - created)
-    mulDivMod(cost, interval, this.ticks)
-    at += PAIR[0]!
-    frac += PAIR[1]!
+    this.#interval(t - S[3]!)
+    const interval = S[0]!
+    // cost·interval / ticks and τ inline: a large double passed to a call is a heap number.
+    const product = cost * interval
+    if (product <= Number.MAX_SAFE_INTEGER) {
+      const us = Math.floor(product / this.ticks)
+      at += us
+      frac += product - us * this.ticks
+    } else {
+      mulDivMod(cost, interval, this.ticks)
+      at += PAIR[0]!
+      frac += PAIR[1]!
+    }
     if (frac >= this.ticks) {
       frac -= this.ticks
       at += 1
     }
-    this.#tolerance(interval)
+    S[6] = at
+    S[7] = frac
     const ahead = at - t
+    if (interval <= this.#tauInTicks) {
+      return ahead < this.tauUs || (ahead === this.tauUs && frac <= this.tauTicks)
+    }
+    this.#tolerance(interval)
     return ahead < PAIR[0]! || (ahead === PAIR[0] && frac <= PAIR[1]!)
   }
 
@@ -99,33 +166,82 @@ export class WarmUpKernel extends GcraKernel {
     const t = micros(now)
     const created = this.#createdOf(row, t)
     if (t - created >= this.#warmUp) return super.take(row, now, cost, out)
-    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
-    const frac = row < 0 ? 0 : this.frac[row]!
-    const allowed = cost <= this.capacity && this.#fits(at, frac, created, t, cost)
-    if (allowed && row >= 0) this.force(row, now, cost)
+    this.#state(row, t, created)
+    const allowed = cost <= this.capacity && this.#fits(0, cost)
+    // What `force` would write: `#fits` at `t` computed the new `tat` (S[6], S[7]).
+    if (allowed && row >= 0) {
+      this.at[row] = S[6]!
+      this.frac[row] = S[7]!
+    }
     if (out !== undefined) this.report(row, t, cost, allowed, out)
     return allowed
   }
 
   /** floor((τ − debt) / interval), at most capacity, 0 in debt. */
   protected override availableAt(row: number, t: number): number {
-    const interval = this.#interval(t - this.#createdOf(row, t))
-    if (interval === this.window) return super.availableAt(row, t)
-    this.#tolerance(interval)
-    let us = PAIR[0]!
-    let ticks = PAIR[1]!
-    const at = row < 0 ? Number.NEGATIVE_INFINITY : this.at[row]!
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) return super.availableAt(row, t)
+    this.#state(row, t, created)
+    return this.#freeNow()
+  }
+
+  /** The warming `availableAt`, on the state `#state` put in `S[1..4]`. */
+  #freeNow(): number {
+    const t = S[4]!
+    this.#interval(t - S[3]!)
+    const interval = S[0]!
+    let us = this.tauUs
+    let ticks = this.tauTicks
+    if (interval > this.#tauInTicks) {
+      this.#tolerance(interval)
+      us = PAIR[0]!
+      ticks = PAIR[1]!
+    }
+    const at = S[1]!
     if (at >= t) {
       us -= at - t
-      ticks -= this.frac[row]!
+      ticks -= S[2]!
       if (ticks < 0) {
         ticks += this.ticks
         us -= 1
       }
       if (us < 0) return 0
     }
-    const free = mulAddDiv(us, this.ticks, ticks, interval)
+    // floor((us·ticks + ticks) / interval), inline while it fits a double.
+    const numerator = us * this.ticks + ticks
+    const free =
+      us * this.ticks <= Number.MAX_SAFE_INTEGER && numerator <= Number.MAX_SAFE_INTEGER
+        ? Math.floor(numerator / interval)
+        : mulAddDiv(us, this.ticks, ticks, interval)
     return Math.min(free, this.capacity)
+  }
+
+  /**
+   * While warming, the report on the state in `S` (one `#state` for the free count and both
+   * waits): times stay in the Float64Array rather than pass across calls as heap numbers.
+   */
+  protected override report(
+    row: number,
+    t: number,
+    cost: number,
+    allowed: boolean,
+    out: Parameters<GcraKernel['take']>[3] & object,
+  ): void {
+    const created = this.#createdOf(row, t)
+    if (t - created >= this.#warmUp) {
+      super.report(row, t, cost, allowed, out)
+      return
+    }
+    this.#state(row, t, created)
+    const available = this.#freeNow()
+    out.available = available
+    out.resetMs = available < this.capacity ? this.#searchUs(available + 1) / 1000 : 0
+    out.retryAfterMs = allowed
+      ? 0
+      : cost > this.capacity
+        ? Number.POSITIVE_INFINITY
+        : this.#searchUs(cost) / 1000
+    out.receipt = row < 0 ? t : this.receipt(row)
   }
 
   /** While warming the interval moves too: the search, not the token bucket's closed form. */
@@ -146,18 +262,25 @@ export class WarmUpKernel extends GcraKernel {
     const frac = row < 0 ? 0 : this.frac[row]!
     const created = this.#createdOf(row, t)
     if (t - created >= this.#warmUp) return this.steadyWaitUs(at, frac, t, cost)
-    if (this.#fits(at, frac, created, t, cost)) return 0
-    const guess = Math.max(1, Math.ceil(this.#estimate(at, frac, t, t - created, cost)))
+    this.#state(row, t, created)
+    return this.#searchUs(cost)
+  }
+
+  /** The warming `waitUs`, on the state `#state` put in `S[1..4]`. */
+  #searchUs(cost: number): number {
+    if (this.#fits(0, cost)) return 0
+    this.#estimate(S[4]! - S[3]!, cost)
+    const guess = Math.max(1, Math.ceil(S[5]!))
     let lo: number
     let hi: number
-    if (this.#fits(at, frac, created, t + guess, cost)) {
-      if (!this.#fits(at, frac, created, t + guess - 1, cost)) return guess
+    if (this.#fits(guess, cost)) {
+      if (!this.#fits(guess - 1, cost)) return guess
       lo = 0
       hi = guess - 1
     } else {
       let step = 1
       for (let i = 0; i < GALLOP_STEPS; i++, step *= 2) {
-        if (this.#fits(at, frac, created, t + guess + step, cost)) break
+        if (this.#fits(guess + step, cost)) break
       }
       lo = guess + Math.floor(step / 2)
       hi = guess + step
@@ -167,7 +290,7 @@ export class WarmUpKernel extends GcraKernel {
     while (hi - lo > 1) {
       const mid = lo + Math.floor((hi - lo) / 2)
       if (mid === lo || mid === hi) break
-      if (this.#fits(at, frac, created, t + mid, cost)) hi = mid
+      if (this.#fits(mid, cost)) hi = mid
       else lo = mid
     }
     return hi
@@ -179,33 +302,56 @@ export class WarmUpKernel extends GcraKernel {
    * where the debt is paid, where the interval falls to capacity·T and where warm-up ends.
    * Walk the pieces and solve the first one that reaches zero.
    */
-  #estimate(at: number, frac: number, t: number, age: number, cost: number): number {
+  #estimate(age: number, cost: number): void {
+    const at = S[1]!
+    const t = S[4]!
     const ticks = this.ticks
     const window = this.window
     const warmUp = this.#warmUp
     const tau = this.capacity * window
-    const debt = at < t ? 0 : (at - t) * ticks + frac
-    const excess = (dt: number) => {
-      const a = age + dt
+    const debt = at < t ? 0 : (at - t) * ticks + S[2]!
+    // The kinks, in order, without an array: a decision allocates nothing.
+    let k1 = debt / ticks
+    let k2 = warmUp - age
+    let k3 = this.capacity < COLD_FACTOR ? this.#fullBurstAge - age : Number.POSITIVE_INFINITY
+    const kinks = this.capacity < COLD_FACTOR ? 3 : 2
+    let swap = k1
+    if (k1 > k2) {
+      k1 = k2
+      k2 = swap
+    }
+    if (k2 > k3) {
+      swap = k2
+      k2 = k3
+      k3 = swap
+    }
+    if (k1 > k2) {
+      swap = k1
+      k1 = k2
+      k2 = swap
+    }
+    let from = 0
+    let before = 0
+    // i = -1 is the excess now; then the excess at each kink, as one expression.
+    for (let i = -1; i < kinks; i++) {
+      const to = i === -1 ? 0 : i === 0 ? k1 : i === 1 ? k2 : k3
+      if (i >= 0 && to <= from) continue
+      const a = age + to
       const interval =
         a >= warmUp ? window : window * (COLD_FACTOR - ((COLD_FACTOR - 1) * a) / warmUp)
-      return Math.max(0, debt - dt * ticks) + cost * interval - Math.max(tau, interval)
-    }
-    const kinks = [debt / ticks, warmUp - age]
-    if (this.capacity < COLD_FACTOR) {
-      kinks.push((warmUp * (COLD_FACTOR - this.capacity)) / (COLD_FACTOR - 1) - age)
-    }
-    kinks.sort((a, b) => a - b)
-    let from = 0
-    let before = excess(0)
-    for (const to of kinks) {
-      if (to <= from) continue
-      const after = excess(to)
-      if (after <= 0) return from + (before * (to - from)) / (before - after)
+      const after = Math.max(0, debt - to * ticks) + cost * interval - Math.max(tau, interval)
+      if (i === -1) {
+        before = after
+        continue
+      }
+      if (after <= 0) {
+        S[5] = from + (before * (to - from)) / (before - after)
+        return
+      }
       from = to
       before = after
     }
-    return from
+    S[5] = from
   }
 
   /**
@@ -241,7 +387,8 @@ export class WarmUpKernel extends GcraKernel {
   }
 
   protected override intervalTicks(created: number, t: number): bigint {
-    return BigInt(this.#interval(t - created))
+    this.#interval(t - created)
+    return BigInt(S[0]!)
   }
 
   /** capacity·T, or one interval when that is more (as `#tolerance`). */
