@@ -22,6 +22,7 @@ import { runPriority } from './priority/run'
 import type { ProfileSummary } from './profile'
 import { runRedisBench } from './redis/run'
 import { renderReport } from './report'
+import { renderSubBenches, runSubBench, SUB_BENCHES, type SubBenchResult } from './sub-bench'
 import { evaluateTargets, HTTP_FRACTION } from './targets'
 
 const RESULTS = fileURLToPath(new URL('../RESULTS.md', import.meta.url))
@@ -70,6 +71,22 @@ async function main(): Promise<void> {
 
   log(`\n[${elapsed()}] Redis store`)
   const redis = await runRedisBench(log)
+
+  const sub: SubBenchResult[] = []
+  if (runs('processes')) {
+    for (const bench of SUB_BENCHES) {
+      log(`\n[${elapsed()}] ${bench.title}`)
+      let result = await runSubBench(bench, log)
+      // One more try for a run that died (a socket error while a bench's clients close),
+      // with the first error kept in the report.
+      if (result.error !== undefined) {
+        log(`  ${result.error}; once more`)
+        const again = await runSubBench(bench, log)
+        result = { ...again, error: again.error ?? undefined, retried: result.error }
+      }
+      sub.push(result)
+    }
+  }
 
   const targets = evaluateTargets({ decision, http })
   const cpu = new Map<string, ProfileSummary>()
@@ -123,7 +140,10 @@ async function main(): Promise<void> {
     'BENCH_VARIANTS',
   ].some((name) => (process.env[name] ?? '') !== '')
   const out = partial ? RESULTS.replace(/\.md$/, '.partial.md') : RESULTS
-  writeFileSync(out, markdown)
+  writeFileSync(
+    out,
+    sub.length === 0 ? markdown : `${markdown.trimEnd()}\n\n${renderSubBenches(sub, 7)}`,
+  )
 
   log(`\n[${elapsed()}] Targets`)
   for (const t of targets) {
