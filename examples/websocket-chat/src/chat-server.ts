@@ -52,6 +52,10 @@ export interface ChatServer {
   readonly url: string
   readonly perConnection: KeyedLimiter
   readonly perUser: KeyedLimiter
+  /**
+   * Ends every connection and stops listening; resolves once the connections' budgets are
+   * deleted, so the store is no longer used (its client can be closed then).
+   */
   close(): Promise<void>
 }
 
@@ -128,6 +132,13 @@ export async function startChatServer(options: ChatServerOptions = {}): Promise<
     send(socket, { type: 'ack', id: frame.id })
   }
 
+  /**
+   * Per open connection: done once it has closed and its budget is deleted. `close()`
+   * waits for these, so nothing is sent to the store once it has resolved (its caller may
+   * then close the store's client).
+   */
+  const forgetting = new Set<Promise<void>>()
+
   wss.on('connection', (socket, request) => {
     const user = new URL(request.url ?? '/', 'ws://localhost').searchParams.get('user')
     if (user === null || user === '') {
@@ -143,10 +154,14 @@ export async function startChatServer(options: ChatServerOptions = {}): Promise<
         // A store that throws: end the connection rather than leave the message unanswered.
         .catch(() => socket.close(1011, 'internal error'))
     })
-    socket.on('close', () => {
-      // Nothing to keep once the connection is gone; the user's budget stays.
-      void turn.then(() => perConnection.delete(connection))
-    })
+    // Nothing to keep once the connection is gone and its last message answered; the
+    // user's budget stays. A delete the store fails leaves the bucket to expire on its own.
+    const forgotten = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+      .then(() => turn)
+      .then(() => perConnection.delete(connection))
+      .catch(() => undefined)
+      .finally(() => forgetting.delete(forgotten))
+    forgetting.add(forgotten)
   })
 
   const { port } = wss.address() as AddressInfo
@@ -159,6 +174,7 @@ export async function startChatServer(options: ChatServerOptions = {}): Promise<
       await new Promise<void>((resolve, reject) =>
         wss.close((error) => (error ? reject(error) : resolve())),
       )
+      await Promise.all(forgetting)
     },
   }
 }
