@@ -2,28 +2,26 @@
  * The stores every keyed-limiter example is tested on, so each example runs the same test
  * on each: `memoryStore()` (answers synchronously), the memory store answering with
  * promises (as every remote store does, so an example that forgets an `await` fails), and
- * `redisStore()` on the redis-server the test run started.
+ * `redisStore()` on the redis-server the test run started (skipped loudly when there is no
+ * redis-server binary; a failure under CI).
  */
 import { ManualClock } from '@sluice/core'
 import { memoryStore, type Store } from '@sluice/keyed'
 import { redisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
-import { expect, inject, onTestFinished } from 'vitest'
-import { redisExamplesEnabled } from './switch'
-
-export { redisExamplesEnabled }
+import { inject, onTestFinished } from 'vitest'
 
 /** A fresh store of one kind, for one test. */
 export interface OpenStore {
   readonly store: Store
   /**
-   * The clock the store decides by, for tests that move time; `undefined` on Redis, which
-   * decides by its server's time.
+   * The clock the store decides by, for tests that move time; `undefined` on a store that
+   * decides by its own server's time (none of the kinds here: Redis gets the test's clock).
    */
   readonly clock: ManualClock | undefined
   /**
    * A number that depends on elapsed time (a wait, a token bucket's remaining): `ms`
-   * itself on a ManualClock; on Redis, whose time moves on while a test runs, any number.
+   * itself on a ManualClock; on a store whose time moves on while a test runs, any number.
    * Decisions (admitted or refused) are exact on every store.
    */
   timed(ms: number): unknown
@@ -32,7 +30,7 @@ export interface OpenStore {
 /** One kind of store. */
 export interface StoreKind {
   readonly name: string
-  /** Whether tests can move its time (false on Redis). */
+  /** Whether tests can move its time (true of every kind here). */
   readonly movesTime: boolean
   /** A new, empty store, closed when the test ends. */
   open(): OpenStore
@@ -40,7 +38,7 @@ export interface StoreKind {
 
 /**
  * The kinds of store to run an example's tests on: memory, memory answering with promises,
- * and Redis when enabled and a redis-server is up.
+ * and Redis when the run's global setup started a redis-server.
  *
  * @example
  * ```ts
@@ -73,8 +71,8 @@ export function storeKinds(): StoreKind[] {
     },
   ]
   const port = inject('redisPort')
-  if (redisExamplesEnabled() && port !== null) {
-    kinds.push({ name: 'redis', movesTime: false, open: () => openRedis(port) })
+  if (port !== null) {
+    kinds.push({ name: 'redis', movesTime: true, open: () => openRedis(port) })
   }
   return kinds
 }
@@ -88,10 +86,14 @@ function openRedis(port: number): OpenStore {
   })
   // A prefix of its own: tests never see each other's keys, nor an earlier run's.
   const prefix = `examples:${process.pid}:${Date.now()}:${++opened}:`
+  // The scripts decide on the test's clock (sent with every call) rather than Redis's
+  // TIME, which runs on while a test polls: so the numbers are exact, as on memory, and
+  // tests can move time. Redis's own clock is tested in @sluice/redis.
+  const clock = new ManualClock()
   return {
-    store: redisStore({ client, prefix }),
-    clock: undefined,
-    timed: () => expect.any(Number),
+    store: redisStore({ client, prefix, clock }),
+    clock,
+    timed: (ms) => ms,
   }
 }
 

@@ -64,8 +64,8 @@ const limited = (id: number, limit: string, retryAfterMs: unknown) => ({
   retryAfterMs,
 })
 
-// Refills far slower than the defaults, so that on Redis, whose clock runs while the test
-// does, nothing refills between two messages of a burst.
+// Refills far slower than the defaults, so that even on a store deciding by its own clock,
+// which runs while the test does, nothing refills between two messages of a burst.
 const limits: ChatServerOptions = {
   perConnection: { algorithm: 'token-bucket', limit: 1, window: '10s', capacity: 5 },
   perUser: { limit: 8, window: '1m' },
