@@ -288,6 +288,7 @@ function chart(): { worst: number; bound: number } {
   const axis = { left: 60, step: 0.75 }
   const svg = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${axis.left + ticks * axis.step + 150}" height="${height + 70}" font-family="sans-serif" font-size="11">`,
+    `<title>Quota leases: admitted per window by 10 leased processes against the limit and the stated bound</title>`,
     `<text x="${axis.left}" y="18" fill="#212529">${escapeXml(`Quota leases: 10 processes at 2× a sliding window (10,000 per 1 s, default share 0.001, ttl 1 s); admitted per window (11 slots)`)}</text>`,
     rule(axis, y(limit), ticks, '#495057', false),
     `<text x="${axis.left + ticks * axis.step + 4}" y="${(y(limit) + 12).toFixed(1)}" fill="#495057">limit 10,000</text>`,

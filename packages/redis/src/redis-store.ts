@@ -6,7 +6,6 @@ import {
   type AsyncStore,
   type Cost,
   type Lease,
-  memoryStore,
   type Policy,
   type PolicyResult,
   type Store,
