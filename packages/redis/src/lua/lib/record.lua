@@ -15,12 +15,35 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads `v` (false: no key, a fresh state) into s.
+-- Reads `v` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
   if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
 end
@@ -75,13 +98,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true
