@@ -4,7 +4,8 @@ import { withCarry } from '@sluice/keyed/store'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type RedisStoreError, redisStore } from '../src/index'
-import { connect, describeRedis, MINUTE, policy, uniquePrefix } from './helpers'
+import { connect, DAY, describeRedis, MINUTE, policy, uniquePrefix } from './helpers'
+import { startRedisServer } from './redis-server'
 
 // Issue 28 on Redis: a window's state belongs to its name, and a take, get, refund or force
 // under a changed spec of the name carries it over in the script (lib/record.lua, the
@@ -211,4 +212,45 @@ describeRedis('redisStore carries a window over to a changed spec of its name', 
       { numRuns: 60 },
     )
   })
+
+  // What a decision costs inside Redis, counted by Redis (INFO commandstats counts the
+  // commands scripts call): TIME, GET and SETRANGE, as before specs were kept; a spec
+  // that did not change is one string compare in the script, on the value read anyway.
+  it.each(WINDOWS)(
+    '%s: no extra Redis command per decision when nothing changed',
+    async (algorithm) => {
+      const server = await startRedisServer()
+      try {
+        const admin = connect({ port: server.port })
+        const store = redisStore({ client: connect({ port: server.port }), timeout: '10s' })
+        const calls = async () => {
+          const stats = await admin.info('commandstats')
+          const counted: Record<string, number> = {}
+          for (const [, name, n] of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) {
+            if (!['info', 'config', 'evalsha', 'eval', 'script'].includes(name!)) {
+              counted[name!] = Number(n)
+            }
+          }
+          await admin.config('RESETSTAT')
+          return counted
+        }
+        const before = windowPolicy(algorithm, 1_000, DAY)
+        const after = windowPolicy(algorithm, 2_000, DAY)
+        await store.take('k', [before], 1)
+        await calls()
+        for (let i = 0; i < 10; i++) await store.take('k', [before], 1)
+        expect(await calls()).toEqual({ time: 10, get: 10, setrange: 10 })
+        // The first take under the new spec converts and writes the whole value once...
+        await store.take('k', [after], 1)
+        expect(await calls()).toEqual({ time: 1, get: 1, set: 1 })
+        // ...and then it is the same again.
+        for (let i = 0; i < 10; i++) await store.take('k', [after], 1)
+        expect(await calls()).toEqual({ time: 10, get: 10, setrange: 10 })
+        // 11 of 1,000 used is 22 of 2,000 (proportional), then 11 more.
+        expect((await store.get('k', [after]))[0]?.remaining).toBe(2_000 - 33)
+      } finally {
+        await server.stop()
+      }
+    },
+  )
 })
