@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '3d0e4d9fe2930ba5ca63893c9038007f6c468ccd',
+  sha: '28327cae5a23f9c3ed3ea855012dddb79ec0f5af',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -193,8 +193,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -237,7 +237,11 @@ local function readRecord(s, v)
   end
   if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -256,6 +260,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -266,7 +277,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -275,12 +286,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -475,7 +485,7 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: 'd356884e844294366036e35ad992f83ce104d08f',
+  sha: '38893a1a955fa193c2638a11bcd092646d0ccec0',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
@@ -702,8 +712,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -746,7 +756,11 @@ local function readRecord(s, v)
   end
   if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -765,6 +779,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -775,7 +796,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -784,12 +805,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -1201,7 +1221,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '025bb050f68e3cbdde93f34e28c2747ec9109cf8',
+  sha: '39905e41dd0abe499dc9425c8df37c9748c69b0a',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1361,8 +1381,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -1405,7 +1425,11 @@ local function readRecord(s, v)
   end
   if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -1424,6 +1448,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -1434,7 +1465,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -1443,12 +1474,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -2386,7 +2416,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '0c583c9396cf89c072a7bdacc753785c081a2a2c',
+  sha: '716052088b97251e6b4586a0003de6b4be050904',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2577,8 +2607,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -2621,7 +2651,11 @@ local function readRecord(s, v)
   end
   if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -2640,6 +2674,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -2650,7 +2691,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -2659,12 +2700,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end

@@ -30,11 +30,18 @@ function windowPolicy(
   window: number,
   carry: Carry = 'proportional',
   slots?: number,
+  block?: { for: number; after: number },
 ): Policy {
+  const penalty = block === undefined ? {} : { block }
   const made =
     algorithm === 'fixed-window'
-      ? policy.fixedWindow('api', { limit, window })
-      : policy.slidingWindow('api', { limit, window, ...(slots === undefined ? {} : { slots }) })
+      ? policy.fixedWindow('api', { limit, window, ...penalty })
+      : policy.slidingWindow('api', {
+          limit,
+          window,
+          ...(slots === undefined ? {} : { slots }),
+          ...penalty,
+        })
   return withCarry(made, carry)
 }
 
@@ -160,13 +167,13 @@ describeRedis('redisStore carries a window over to a changed spec of its name', 
     }
   })
 
-  // Two specs of one name (a rolling deploy: limit and window both change, and a sliding
-  // window's slots) touched in any order, with any mode, at any time: Redis answers every
+  // Three specs of one name (a rolling deploy: limit and window both change, and a
+  // sliding window's slots; and a penalty added) touched in any order, with any mode, at any time: Redis answers every
   // call as the memory store does.
-  it('answers any interleaving of two specs as the memory store does (fast-check)', async () => {
+  it('answers any interleaving of three specs as the memory store does (fast-check)', async () => {
     const op = fc.record({
       kind: fc.constantFrom('take', 'take', 'take', 'get', 'force', 'refund'),
-      spec: fc.constantFrom(0, 1),
+      spec: fc.constantFrom(0, 1, 2),
       carry: fc.constantFrom(...MODES),
       cost: fc.integer({ min: 1, max: 4 }),
       advance: fc.oneof(
@@ -183,14 +190,15 @@ describeRedis('redisStore carries a window over to a changed spec of its name', 
           const clock = new ManualClock(5_000_000.125)
           const { both } = twin(clock)
           const specs = [
-            [6, MINUTE, 6],
-            [4, 45_000, 5],
+            [6, MINUTE, 6, undefined],
+            [4, 45_000, 5, undefined],
+            [6, MINUTE, 6, { for: 20_000, after: 2 }],
           ] as const
-          const receipts: (number | undefined)[] = [undefined, undefined]
+          const receipts: (number | undefined)[] = [undefined, undefined, undefined]
           for (const { kind, spec, carry, cost, advance } of ops) {
             clock.advance(advance)
-            const [limit, window, slots] = specs[spec]!
-            const p = windowPolicy(algorithm, limit, window, carry, slots)
+            const [limit, window, slots, block] = specs[spec]!
+            const p = windowPolicy(algorithm, limit, window, carry, slots, block)
             let results: [readonly PolicyResult[], readonly PolicyResult[]] | undefined
             if (kind === 'take') {
               const [m, r] = await both((s) => s.take('k', [p], cost))
@@ -209,7 +217,7 @@ describeRedis('redisStore carries a window over to a changed spec of its name', 
           }
         },
       ),
-      { numRuns: 60 },
+      { numRuns: 150 },
     )
   })
 
