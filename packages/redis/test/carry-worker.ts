@@ -57,7 +57,7 @@ async function hammer(lane: number): Promise<void> {
     const result = results[0]!
     const at = `${key}|${windowOf(result.receipt!)}`
     admitted[at] = (admitted[at] ?? 0) + 1
-    if (result.limit - result.remaining === 1) (fresh[key] ??= []).push(result.receipt!)
+    if (result.limit - result.remaining === 1) fresh[key] = [...(fresh[key] ?? []), result.receipt!]
   }
 }
 
