@@ -97,7 +97,12 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
         `redisStore: policy "${policy.name}" has an unknown algorithm ${JSON.stringify((spec as { algorithm: unknown }).algorithm)}`,
       )
   }
-  const padded = [...params, ...new Array<number>(8 - params.length).fill(0)]
+  const padded: (number | string)[] = [...params, ...new Array<number>(8 - params.length).fill(0)]
+  // A window's state carries over to a changed spec of its name (lib/record.lua): the
+  // mode travels last of its eight numbers, and after the one-policy script's.
+  const windowed = script === FIXED_WINDOW || script === SLIDING_WINDOW
+  const carry = policy.carry ?? 'proportional'
+  if (windowed) padded[7] = carry
   return {
     policy,
     suffix,
@@ -117,6 +122,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
             args: [
               ...(script === GCRA ? [...params.slice(0, 6), params[7]!] : params),
               policy.windowMs,
+              ...(windowed ? [carry] : []),
             ].map(String),
           },
   }

@@ -2,7 +2,19 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { escapeKey, stateKey } from './keys'
 
-const named = (name: string) => ({ name, id: `${name}|fixed-window:1:1000` })
+const fixedSpec = { algorithm: 'fixed-window', limit: 1, window: 1000 } as const
+const named = (name: string) => ({
+  name,
+  id: `${name}|fixed-window:1:1000`,
+  state: `${name}|fixed-window`,
+  spec: fixedSpec,
+})
+const bucket = (name: string, limit: number) => ({
+  name,
+  id: `${name}|token-bucket:${limit}:1000:${limit}`,
+  state: `${name}|token-bucket`,
+  spec: { algorithm: 'token-bucket', limit, window: 1000, capacity: limit } as const,
+})
 
 /** Redis Cluster's rule: the hash tag is between the first `{` and the first `}` after it. */
 function hashTag(key: string): string | undefined {
@@ -37,17 +49,32 @@ describe('escapeKey', () => {
 })
 
 describe('stateKey', () => {
-  it('lays out <prefix>{<client key>}:<layout>:<digest of the policy id>', () => {
+  it('lays out <prefix>{<client key>}:<layout>:<digest>', () => {
     expect(stateKey('sluice:', '203.0.113.7', named('default'))).toMatch(
-      /^sluice:\{203\.0\.113\.7\}:v2:[\w-]{10}$/,
+      /^sluice:\{203\.0\.113\.7\}:v3:[\w-]{10}$/,
     )
   })
 
-  it('keeps policies that share a name apart by their id (issue 10)', () => {
-    const fixed = { name: 'default', id: 'default|fixed-window:100:60000' }
-    const sliding = { name: 'default', id: 'default|sliding-window:100:60000:10' }
+  it('keeps policies that share a name apart by their algorithm (issue 10)', () => {
+    const fixed = named('default')
+    const sliding = {
+      name: 'default',
+      id: 'default|sliding-window:100:60000:10',
+      state: 'default|sliding-window',
+      spec: { algorithm: 'sliding-window', limit: 100, window: 60_000, slots: 10 } as const,
+    }
     expect(stateKey('p:', 'ip', fixed)).not.toBe(stateKey('p:', 'ip', sliding))
     expect(stateKey('p:', 'ip', fixed)).toBe(stateKey('p:', 'ip', { ...fixed }))
+  })
+
+  it('keys a window by name and algorithm, so a changed spec finds the state it carries', () => {
+    const before = named('api')
+    const after = { ...before, id: 'api|fixed-window:5:1000', spec: { ...fixedSpec, limit: 5 } }
+    expect(stateKey('p:', 'ip', after)).toBe(stateKey('p:', 'ip', before))
+  })
+
+  it('keys a bucket by its whole spec: its state is not carried on Redis yet', () => {
+    expect(stateKey('p:', 'ip', bucket('api', 5))).not.toBe(stateKey('p:', 'ip', bucket('api', 6)))
   })
 
   it('gives every policy of one client key the same hash tag, whatever the key holds', () => {

@@ -11,12 +11,12 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: 'fd1ae57843483c8474c7d1dd6861c19919e743bc',
+  sha: '28327cae5a23f9c3ed3ea855012dddb79ec0f5af',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/fixed-window.lua)
--- ARGV     time ('' : Redis's), cost, limit, window (us), window (ms)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), window (ms), carry mode
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
@@ -42,6 +42,8 @@ local spack, sunpack = struct.pack, struct.unpack
 local key = KEYS[1]
 local cost, limit, window = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 local v = redis.call('GET', key)
+-- The spec the value keeps beside its state (lib/record.lua): equal, nothing to carry.
+local HEADER = spack('<ddddd', limit, window, 0, 0, 0)
 
 -- A take in the key's running window, or on a key with no state: inline, as
 -- lib/fixed-window.lua and lib/record.lua would decide and write it (making the port's
@@ -50,13 +52,13 @@ do
   local id = floor(NOW / window)
   local left = (id + 1) * window - NOW
   if v then
-    if #v == 24 then
-      local counted, count = sunpack('<dd', v, 9)
+    if #v == 64 and string.sub(v, 9, 48) == HEADER then
+      local counted, count = sunpack('<dd', v, 49)
       if counted == id then
         if count + cost <= limit then
           count = count + cost
           -- The key already expires when its window ends: only the count changes.
-          redis.call('SETRANGE', key, '16', spack('<d', count))
+          redis.call('SETRANGE', key, '56', spack('<d', count))
           return {1, limit - count, left, 0, id, 0}
         end
         local available = 0
@@ -69,10 +71,10 @@ do
     end
   elseif cost <= limit then
     if TESTING then
-      redis.call('SET', key, spack('<ddd', INF, id, cost))
+      redis.call('SET', key, spack('<d', INF) .. HEADER .. spack('<dd', id, cost))
     else
       local expiry = ceil((id + 1) * window / 1000)
-      redis.call('SET', key, spack('<ddd', expiry, id, cost), 'PXAT', string.format('%d', expiry))
+      redis.call('SET', key, spack('<d', expiry) .. HEADER .. spack('<dd', id, cost), 'PXAT', string.format('%d', expiry))
     end
     return {1, limit - cost, left, 0, id, 0}
   end
@@ -191,8 +193,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -205,14 +207,41 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s.
+-- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -231,6 +260,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -241,7 +277,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -250,12 +286,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -265,13 +300,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true
@@ -399,9 +434,35 @@ if NEEDS.f then
     end
     return available, reset, retry
   end
+  -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
+  -- says: the kernel's carry. The old window's count u of now moves into the new window of
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
+  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  function FIXED.carry(s, from, mode)
+    local used = counted(from)
+    local delta = s.limit - from.limit
+    local count = 0
+    if mode ~= 'reset' and used > 0 then
+      if mode == 'proportional' then
+        count = mulDivCeil(used, s.limit, from.limit)
+      elseif mode == 'as-is' then
+        count = used + delta
+        if count < 0 then count = 0 end
+      elseif used > from.limit and delta > 0 then
+        count = used + delta
+      else
+        count = used
+      end
+    end
+    if count == 0 then
+      s.id, s.count = -INF, 0
+    else
+      s.id, s.count = floor(NOW / s.window), count
+    end
+  end
 end
 local s = {key = key, alg = FIXED, limit = limit, window = window, windowMs = ARGV[5] + 0,
-  grace = 0}
+  grace = 0, carryMode = ARGV[6]}
 -- The body of a one-policy take through the port (s: the policy, as the script made it;
 -- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
 -- refused with its block.
@@ -409,11 +470,13 @@ readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
+  if s.dirty then saveRecord(s) end
   answer(reply, s, false, cost, false, -1)
   return reply
 end
 local allowed = s.alg.take(s, cost)
-if allowed then saveRecord(s) end
+-- A value carried over from another spec is written back even when refused.
+if allowed or s.dirty then saveRecord(s) end
 answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
 return reply
 `,
@@ -422,7 +485,7 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '38edcaa950a3e1e6b87ddd3d53449c843b4dbec4',
+  sha: '38893a1a955fa193c2638a11bcd092646d0ccec0',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
@@ -649,8 +712,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -663,14 +726,41 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s.
+-- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -689,6 +779,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -699,7 +796,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -708,12 +805,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -723,13 +819,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true
@@ -1110,11 +1206,13 @@ readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
+  if s.dirty then saveRecord(s) end
   answer(reply, s, false, cost, false, -1)
   return reply
 end
 local allowed = s.alg.take(s, cost)
-if allowed then saveRecord(s) end
+-- A value carried over from another spec is written back even when refused.
+if allowed or s.dirty then saveRecord(s) end
 answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
 return reply
 `,
@@ -1123,7 +1221,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: 'b3efa4a36a13b35e376baeb187d637ce4d53480e',
+  sha: '39905e41dd0abe499dc9425c8df37c9748c69b0a',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1135,8 +1233,8 @@ export const GENERAL: Script = {
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
 -- ARGV[5]  number of policies n, then twelve per policy: kind, then
---            f  fixed window    limit, window us, -, -, -, -, -, -
---            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
+--            f  fixed window    limit, window us, -, -, -, -, -, carry mode
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, carry mode
 --            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
 --                               warm-up us (0: none), gcd of limit and window
 --            c  concurrency     max, lease ttl ms
@@ -1283,8 +1381,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -1297,14 +1395,41 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s.
+-- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -1323,6 +1448,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -1333,7 +1465,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -1342,12 +1474,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -1357,13 +1488,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true
@@ -1765,10 +1896,15 @@ if NEEDS.s then
     return table.concat(parts)
   end
 
+  -- The generation of t (us).
+  local function generationAt(s, t)
+    local whole = floor(t / s.window)
+    return whole * s.slots + (mulDivMod(t - whole * s.window, s.slots, s.window))
+  end
+
   -- The generation of now, never before the head (a clock that steps back counts there).
   local function generation(s)
-    local whole = floor(NOW / s.window)
-    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    local g = generationAt(s, NOW)
     if g < s.head then return s.head end
     return g
   end
@@ -1918,6 +2054,72 @@ if NEEDS.s then
     end
     return available, reset, retry
   end
+  -- Carries the state \`from\` (read under the old spec: limit, window, slots) over into s,
+  -- as mode says: the kernel's carry. Each old slot's count moves to the new slot that
+  -- leaves the window first at or after the instant the old one would have (or the
+  -- current slot), so no permit stops counting earlier; then the total moves by mode:
+  -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
+  -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
+  -- count and shifts a debt like as-is when the limit rises.
+  function SLIDING.carry(s, from, mode)
+    s.ring = s.slots + 1
+    s.c = {}
+    for i = 0, s.slots do s.c[i] = 0 end
+    s.head, s.sum = -INF, 0
+    local current = generationAt(s, NOW)
+    local oldCurrent = generation(from)
+    local n = used(from, oldCurrent)
+    if mode == 'reset' or n <= 0 then return end
+    local top = from.head
+    if oldCurrent < top then top = oldCurrent end
+    local counts, gens = {}, {}
+    for g = top, oldCurrent - from.slots, -1 do
+      local count = from.c[g % from.ring]
+      if count ~= 0 then
+        counts[#counts + 1] = count
+        gens[#gens + 1] = g
+      end
+    end
+    local oldLimit = from.limit
+    local delta = s.limit - oldLimit
+    local shift = 0
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'proportional' then
+      local before, sum = 0, 0
+      for i = 1, #counts do
+        sum = sum + counts[i]
+        local scaled = mulDivCeil(sum, s.limit, oldLimit)
+        counts[i] = scaled - before
+        before = scaled
+      end
+    elseif shift < 0 then
+      local left = -shift
+      for i = 1, #counts do
+        if left <= 0 then break end
+        local off = counts[i]
+        if left < off then off = left end
+        counts[i] = counts[i] - off
+        left = left - off
+      end
+    end
+    s.head = current
+    local function put(g, count)
+      local i = g % s.ring
+      local c = s.c[i] + count
+      if c > s.cap then c = s.cap end
+      s.c[i] = c
+    end
+    for i = 1, #counts do
+      local expiry = start(from, gens[i] + from.ring)
+      local g = generationAt(s, expiry - 1) + 1 - s.ring
+      if current < g then g = current end
+      put(g, counts[i])
+    end
+    if shift > 0 then put(current, shift) end
+    local sum = 0
+    for i = 0, s.slots do sum = sum + s.c[i] end
+    s.sum = sum
+  end
 end
 -- A fixed window: a port of @sluice/core's fixed-window/kernel.ts. Windows are aligned
 -- to the clock's zero (window number floor(t / window), t in us), so every store agrees
@@ -2014,6 +2216,32 @@ if NEEDS.f then
     end
     return available, reset, retry
   end
+  -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
+  -- says: the kernel's carry. The old window's count u of now moves into the new window of
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
+  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  function FIXED.carry(s, from, mode)
+    local used = counted(from)
+    local delta = s.limit - from.limit
+    local count = 0
+    if mode ~= 'reset' and used > 0 then
+      if mode == 'proportional' then
+        count = mulDivCeil(used, s.limit, from.limit)
+      elseif mode == 'as-is' then
+        count = used + delta
+        if count < 0 then count = 0 end
+      elseif used > from.limit and delta > 0 then
+        count = used + delta
+      else
+        count = used
+      end
+    end
+    if count == 0 then
+      s.id, s.count = -INF, 0
+    else
+      s.id, s.count = floor(NOW / s.window), count
+    end
+  end
 end
 local op = ARGV[2]
 local lease = ARGV[3]
@@ -2045,9 +2273,11 @@ for i = 1, n do
     s.grace = 0
     if kind == 'f' then
       s.alg = FIXED
+      s.carryMode = ARGV[a + 9]
     elseif kind == 's' then
       s.alg = SLIDING
       s.slots, s.cap = ARGV[a + 4] + 0, ARGV[a + 5] + 0
+      s.carryMode = ARGV[a + 9]
     else
       s.alg = GCRA
       s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0
@@ -2186,12 +2416,13 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '8367b855dfa5e5896822174815cd016b5d2c501e',
+  sha: '716052088b97251e6b4586a0003de6b4be050904',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/sliding-window.lua)
--- ARGV     time ('' : Redis's), cost, limit, window (us), slots, slot cap, window (ms)
+-- ARGV     time ('' : Redis's), cost, limit, window (us), slots, slot cap, window (ms),
+--          carry mode
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
@@ -2217,6 +2448,8 @@ local spack, sunpack = struct.pack, struct.unpack
 local key = KEYS[1]
 local cost, limit, window, slots = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
 local v = redis.call('GET', key)
+-- The spec the value keeps beside its state (lib/record.lua): equal, nothing to carry.
+local HEADER = spack('<ddddd', limit, window, slots, 0, 0)
 
 -- A take that fits in the key's newest slot (a busy key), on a key without strikes or a
 -- block whose numbers stay below 2^53: inline, as lib/sliding-window.lua and
@@ -2224,14 +2457,15 @@ local v = redis.call('GET', key)
 -- script's cost). Anything else, below, through the port.
 do
   local ring = slots + 1
-  if v and #v == 8 * (ring + 3) and window * slots <= MAX_SAFE then
+  if v and #v == 8 * (ring + 3) + 40 and window * slots <= MAX_SAFE
+    and string.sub(v, 9, 48) == HEADER then
     local whole = floor(NOW / window)
     local g = whole * slots + floor((NOW - whole * window) * slots / window)
-    local head, sum = sunpack('<dd', v, 9)
+    local head, sum = sunpack('<dd', v, 49)
     if g <= head and sum + cost <= limit and head < MAX_SAFE then
       -- Counted in the head generation (never before it).
       local i = head % ring
-      local count = sunpack('<d', v, 25 + 8 * i)
+      local count = sunpack('<d', v, 65 + 8 * i)
       local added = cost
       if ARGV[6] - count < added then added = ARGV[6] - count end
       count = count + added
@@ -2241,7 +2475,7 @@ do
       local leaves = head
       if count ~= sum then
         for old = head - slots, head do
-          local c = sunpack('<d', v, 25 + 8 * (old % ring))
+          local c = sunpack('<d', v, 65 + 8 * (old % ring))
           if old == head then c = count end
           if c > 0 then
             leaves = old
@@ -2253,8 +2487,8 @@ do
       local start = floor(next / slots)
       local reset = start * window + ceil((next - start * slots) * window / slots) - NOW
       -- The key already expires when its head generation leaves the window.
-      redis.call('SETRANGE', key, '16',
-        spack('<d', sum) .. string.sub(v, 25, 24 + 8 * i) .. spack('<d', count))
+      redis.call('SETRANGE', key, '56',
+        spack('<d', sum) .. string.sub(v, 65, 64 + 8 * i) .. spack('<d', count))
       return {1, limit - sum, reset, 0, head, 0}
     end
   end
@@ -2373,8 +2607,8 @@ end
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since \`since\` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since \`since\`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -2387,14 +2621,41 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s.
+-- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -2413,6 +2674,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -2423,7 +2691,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -2432,12 +2700,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -2447,13 +2714,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true
@@ -2517,10 +2784,15 @@ if NEEDS.s then
     return table.concat(parts)
   end
 
+  -- The generation of t (us).
+  local function generationAt(s, t)
+    local whole = floor(t / s.window)
+    return whole * s.slots + (mulDivMod(t - whole * s.window, s.slots, s.window))
+  end
+
   -- The generation of now, never before the head (a clock that steps back counts there).
   local function generation(s)
-    local whole = floor(NOW / s.window)
-    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    local g = generationAt(s, NOW)
     if g < s.head then return s.head end
     return g
   end
@@ -2670,9 +2942,75 @@ if NEEDS.s then
     end
     return available, reset, retry
   end
+  -- Carries the state \`from\` (read under the old spec: limit, window, slots) over into s,
+  -- as mode says: the kernel's carry. Each old slot's count moves to the new slot that
+  -- leaves the window first at or after the instant the old one would have (or the
+  -- current slot), so no permit stops counting earlier; then the total moves by mode:
+  -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
+  -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
+  -- count and shifts a debt like as-is when the limit rises.
+  function SLIDING.carry(s, from, mode)
+    s.ring = s.slots + 1
+    s.c = {}
+    for i = 0, s.slots do s.c[i] = 0 end
+    s.head, s.sum = -INF, 0
+    local current = generationAt(s, NOW)
+    local oldCurrent = generation(from)
+    local n = used(from, oldCurrent)
+    if mode == 'reset' or n <= 0 then return end
+    local top = from.head
+    if oldCurrent < top then top = oldCurrent end
+    local counts, gens = {}, {}
+    for g = top, oldCurrent - from.slots, -1 do
+      local count = from.c[g % from.ring]
+      if count ~= 0 then
+        counts[#counts + 1] = count
+        gens[#gens + 1] = g
+      end
+    end
+    local oldLimit = from.limit
+    local delta = s.limit - oldLimit
+    local shift = 0
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'proportional' then
+      local before, sum = 0, 0
+      for i = 1, #counts do
+        sum = sum + counts[i]
+        local scaled = mulDivCeil(sum, s.limit, oldLimit)
+        counts[i] = scaled - before
+        before = scaled
+      end
+    elseif shift < 0 then
+      local left = -shift
+      for i = 1, #counts do
+        if left <= 0 then break end
+        local off = counts[i]
+        if left < off then off = left end
+        counts[i] = counts[i] - off
+        left = left - off
+      end
+    end
+    s.head = current
+    local function put(g, count)
+      local i = g % s.ring
+      local c = s.c[i] + count
+      if c > s.cap then c = s.cap end
+      s.c[i] = c
+    end
+    for i = 1, #counts do
+      local expiry = start(from, gens[i] + from.ring)
+      local g = generationAt(s, expiry - 1) + 1 - s.ring
+      if current < g then g = current end
+      put(g, counts[i])
+    end
+    if shift > 0 then put(current, shift) end
+    local sum = 0
+    for i = 0, s.slots do sum = sum + s.c[i] end
+    s.sum = sum
+  end
 end
 local s = {key = key, alg = SLIDING, limit = limit, window = window, slots = slots,
-  cap = ARGV[6] + 0, windowMs = ARGV[7] + 0, grace = 0}
+  cap = ARGV[6] + 0, windowMs = ARGV[7] + 0, grace = 0, carryMode = ARGV[8]}
 -- The body of a one-policy take through the port (s: the policy, as the script made it;
 -- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
 -- refused with its block.
@@ -2680,11 +3018,13 @@ readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
+  if s.dirty then saveRecord(s) end
   answer(reply, s, false, cost, false, -1)
   return reply
 end
 local allowed = s.alg.take(s, cost)
-if allowed then saveRecord(s) end
+-- A value carried over from another spec is written back even when refused.
+if allowed or s.dirty then saveRecord(s) end
 answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
 return reply
 `,

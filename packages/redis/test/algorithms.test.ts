@@ -249,10 +249,12 @@ describeRedis('sliding window', () => {
     const counts = [0, 0, 0]
     counts[head % 3] = 2
     const [expiry, ...rest] = await state()
-    expect(rest).toEqual([head, 2, ...counts])
+    // The spec the state was written under sits beside it: limit, window µs, slots, and
+    // the penalty's ms and refusals (none).
+    expect(rest).toEqual([10, 1_000_000, 2, 0, 0, head, 2, ...counts])
     expect(expiry).toBe(Number(await redis.call('PEXPIRETIME', key)))
     await store.take('k', [short], 1)
-    expect((await state()).slice(1, 3)).toEqual([head, 3])
+    expect((await state()).slice(6, 8)).toEqual([head, 3])
     // The head generation leaves the window (slots + 1) slots after it began.
     const ttl = await redis.pttl(key)
     expect(ttl).toBeGreaterThan(1_000)
@@ -543,15 +545,17 @@ describeRedis('state in Redis', () => {
     expect((await store.get('k', policies)).map((r) => r.remaining)).toEqual([5, 5, 5, 1, 5])
   })
 
-  it('never reports a negative remaining: a changed limit is another policy (issues 10, 15)', async () => {
+  it('never reports a negative remaining: a changed limit carries the window over (issues 15, 28)', async () => {
     const before = policy.fixedWindow('api', { limit: 5, window: DAY })
     expect(await admitted('k', [before], 5)).toBe(5)
-    // Redeployed with a lower limit under the same name: it counts on its own state.
+    // Redeployed with a lower limit under the same name: all of 5 used is all of 3 used
+    // (proportional), not a fresh budget, and not a negative remaining.
     const after = policy.fixedWindow('api', { limit: 3, window: DAY })
     const { results } = await store.take('k', [after], 1)
-    expect([results[0]!.allowed, results[0]!.remaining]).toEqual([true, 2])
+    expect([results[0]!.allowed, results[0]!.remaining]).toEqual([false, 0])
+    // And back: 3 of 3 is 5 of 5.
     const refused = await store.take('k', [before], 2)
-    expect(refused.results[0]!.remaining).toBe(0)
+    expect([refused.allowed, refused.results[0]!.remaining]).toEqual([false, 0])
   })
 })
 

@@ -9,8 +9,8 @@
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
 -- ARGV[5]  number of policies n, then twelve per policy: kind, then
---            f  fixed window    limit, window us, -, -, -, -, -, -
---            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
+--            f  fixed window    limit, window us, -, -, -, -, -, carry mode
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, carry mode
 --            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
 --                               warm-up us (0: none), gcd of limit and window
 --            c  concurrency     max, lease ttl ms
@@ -62,9 +62,11 @@ for i = 1, n do
     s.grace = 0
     if kind == 'f' then
       s.alg = FIXED
+      s.carryMode = ARGV[a + 9]
     elseif kind == 's' then
       s.alg = SLIDING
       s.slots, s.cap = ARGV[a + 4] + 0, ARGV[a + 5] + 0
+      s.carryMode = ARGV[a + 9]
     else
       s.alg = GCRA
       s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0

@@ -93,4 +93,30 @@ if NEEDS.f then
     end
     return available, reset, retry
   end
+  -- Carries the state `from` (read under the old spec: limit, window) over into s, as mode
+  -- says: the kernel's carry. The old window's count u of now moves into the new window of
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
+  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  function FIXED.carry(s, from, mode)
+    local used = counted(from)
+    local delta = s.limit - from.limit
+    local count = 0
+    if mode ~= 'reset' and used > 0 then
+      if mode == 'proportional' then
+        count = mulDivCeil(used, s.limit, from.limit)
+      elseif mode == 'as-is' then
+        count = used + delta
+        if count < 0 then count = 0 end
+      elseif used > from.limit and delta > 0 then
+        count = used + delta
+      else
+        count = used
+      end
+    end
+    if count == 0 then
+      s.id, s.count = -INF, 0
+    else
+      s.id, s.count = floor(NOW / s.window), count
+    end
+  end
 end

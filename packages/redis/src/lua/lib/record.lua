@@ -1,8 +1,8 @@
 -- A time-based policy's value for one client key, one Redis string of little-endian
 -- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
 -- algorithm's read), then, when the key has strikes or a block, its penalty: the
--- refusals counted since `since` and the end of its block, in ms as the memory store
--- counts them. One key per policy and client key: a one-policy call touches one key, so
+-- refusals counted since `since`, the end of its block, and until when they are kept,
+-- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
 --
 -- s holds the policy (alg: the algorithm's functions, key, windowMs, blockFor: the
@@ -15,14 +15,41 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads `v` (false: no key, a fresh state) into s.
+-- Reads `v` (false: no key, a fresh state) into s. A window's value (an algorithm with a
+-- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
+-- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
+-- key is the policy's name and algorithm, so a value written under another spec of the
+-- name is carried over into this one here, as s.carryMode says, and written back
+-- (s.dirty): the next call finds its own spec, one string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
   if v then s.expiry = sunpack('<d', v) end
-  local at = s.alg.read(s, v, 9)
+  local at = 9
+  local carried = false
+  s.header = ''
+  if s.alg.carry then
+    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if v then
+      at = 49
+      local stored = string.sub(v, 9, 48)
+      if stored ~= s.header then
+        local from = {}
+        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        at = s.alg.read(from, v, at)
+        s.alg.carry(s, from, s.carryMode)
+        s.dirty = true
+        carried = true
+      end
+    end
+  end
+  if not carried then at = s.alg.read(s, v, at) end
   s.strikes = nil
-  if v and #v >= at + 23 then s.strikes, s.since, s.blockedUntil = sunpack('<ddd', v, at) end
+  if v and #v >= at + 31 then
+    s.strikes, s.since, s.blockedUntil, s.keep = sunpack('<dddd', v, at)
+    -- Kept past their time (the memory store drops them then): gone.
+    if NOW_MS > s.keep then s.strikes = nil end
+  end
 end
 
 -- Milliseconds the key stays blocked (0: not blocked).
@@ -41,6 +68,13 @@ local function strike(s)
   count = count + 1
   if count >= s.after then count, since, untilMs = 0, NOW_MS, NOW_MS + s.blockFor end
   s.strikes, s.since, s.blockedUntil = count, since, untilMs
+  -- Kept while they can still matter: until the block ends or their window (the window of
+  -- the policy that counted them, whatever spec writes the key later) closes.
+  local keep = since + s.windowMs
+  if untilMs > keep then keep = untilMs end
+  keep = ceil(keep - NOW_MS)
+  if keep < 1 then keep = 1 end
+  s.keep = NOW_MS + keep
   if untilMs > NOW_MS then return s.blockFor end
   return 0
 end
@@ -51,7 +85,7 @@ local function block(s, ms)
   if ms == 0 then
     s.strikes = nil
   else
-    s.strikes, s.since, s.blockedUntil = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms
+    s.strikes, s.since, s.blockedUntil, s.keep = 0, NOW_MS + ms - s.windowMs, NOW_MS + ms, NOW_MS + ms
   end
 end
 
@@ -60,12 +94,11 @@ end
 -- only once in a while, not on every take).
 local function saveRecord(s)
   local tail, keep = '', 0
-  -- Strikes stop counting once not blocked and their window has passed: dropped, they
-  -- decide as kept ones would (countStrike would start them over).
-  if s.strikes ~= nil and (s.blockedUntil - NOW_MS > 0 or NOW_MS - s.since < s.windowMs) then
-    tail = spack('<ddd', s.strikes, s.since, s.blockedUntil)
-    keep = s.since + s.windowMs
-    if s.blockedUntil > keep then keep = s.blockedUntil end
+  -- Strikes are kept until the block ends or the window they were counted in closes (the
+  -- memory store's rule): dropped after, they decide as kept ones would.
+  if s.strikes ~= nil and NOW_MS <= s.keep then
+    tail = spack('<dddd', s.strikes, s.since, s.blockedUntil, s.keep)
+    keep = s.keep
   end
   if tail == '' and s.alg.fresh(s) then
     if s.known then redis.call('DEL', s.key) end
@@ -75,13 +108,13 @@ local function saveRecord(s)
   if keep > untilMs then untilMs = keep end
   local needed = ceil(untilMs)
   if s.known and needed <= s.expiry then
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'KEEPTTL')
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'KEEPTTL')
   elseif TESTING then
     s.expiry = INF
-    redis.call('SET', s.key, spack('<d', INF) .. s.alg.encode(s) .. tail)
+    redis.call('SET', s.key, spack('<d', INF) .. s.header .. s.alg.encode(s) .. tail)
   else
     s.expiry = needed + s.grace
-    redis.call('SET', s.key, spack('<d', s.expiry) .. s.alg.encode(s) .. tail, 'PXAT',
+    redis.call('SET', s.key, spack('<d', s.expiry) .. s.header .. s.alg.encode(s) .. tail, 'PXAT',
       string.format('%d', s.expiry))
   end
   s.known = true

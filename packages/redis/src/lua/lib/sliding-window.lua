@@ -29,10 +29,15 @@ if NEEDS.s then
     return table.concat(parts)
   end
 
+  -- The generation of t (us).
+  local function generationAt(s, t)
+    local whole = floor(t / s.window)
+    return whole * s.slots + (mulDivMod(t - whole * s.window, s.slots, s.window))
+  end
+
   -- The generation of now, never before the head (a clock that steps back counts there).
   local function generation(s)
-    local whole = floor(NOW / s.window)
-    local g = whole * s.slots + (mulDivMod(NOW - whole * s.window, s.slots, s.window))
+    local g = generationAt(s, NOW)
     if g < s.head then return s.head end
     return g
   end
@@ -181,5 +186,71 @@ if NEEDS.s then
       if cost > s.limit then retry = -1 else retry = waitUs(s, g, n, cost) end
     end
     return available, reset, retry
+  end
+  -- Carries the state `from` (read under the old spec: limit, window, slots) over into s,
+  -- as mode says: the kernel's carry. Each old slot's count moves to the new slot that
+  -- leaves the window first at or after the instant the old one would have (or the
+  -- current slot), so no permit stops counting earlier; then the total moves by mode:
+  -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
+  -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
+  -- count and shifts a debt like as-is when the limit rises.
+  function SLIDING.carry(s, from, mode)
+    s.ring = s.slots + 1
+    s.c = {}
+    for i = 0, s.slots do s.c[i] = 0 end
+    s.head, s.sum = -INF, 0
+    local current = generationAt(s, NOW)
+    local oldCurrent = generation(from)
+    local n = used(from, oldCurrent)
+    if mode == 'reset' or n <= 0 then return end
+    local top = from.head
+    if oldCurrent < top then top = oldCurrent end
+    local counts, gens = {}, {}
+    for g = top, oldCurrent - from.slots, -1 do
+      local count = from.c[g % from.ring]
+      if count ~= 0 then
+        counts[#counts + 1] = count
+        gens[#gens + 1] = g
+      end
+    end
+    local oldLimit = from.limit
+    local delta = s.limit - oldLimit
+    local shift = 0
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'proportional' then
+      local before, sum = 0, 0
+      for i = 1, #counts do
+        sum = sum + counts[i]
+        local scaled = mulDivCeil(sum, s.limit, oldLimit)
+        counts[i] = scaled - before
+        before = scaled
+      end
+    elseif shift < 0 then
+      local left = -shift
+      for i = 1, #counts do
+        if left <= 0 then break end
+        local off = counts[i]
+        if left < off then off = left end
+        counts[i] = counts[i] - off
+        left = left - off
+      end
+    end
+    s.head = current
+    local function put(g, count)
+      local i = g % s.ring
+      local c = s.c[i] + count
+      if c > s.cap then c = s.cap end
+      s.c[i] = c
+    end
+    for i = 1, #counts do
+      local expiry = start(from, gens[i] + from.ring)
+      local g = generationAt(s, expiry - 1) + 1 - s.ring
+      if current < g then g = current end
+      put(g, counts[i])
+    end
+    if shift > 0 then put(current, shift) end
+    local sum = 0
+    for i = 0, s.slots do sum = sum + s.c[i] end
+    s.sum = sum
   end
 end

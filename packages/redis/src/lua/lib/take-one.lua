@@ -5,10 +5,12 @@ readRecord(s, v)
 s.blocked = blockedFor(s)
 local reply = {}
 if s.blocked > 0 then
+  if s.dirty then saveRecord(s) end
   answer(reply, s, false, cost, false, -1)
   return reply
 end
 local allowed = s.alg.take(s, cost)
-if allowed then saveRecord(s) end
+-- A value carried over from another spec is written back even when refused.
+if allowed or s.dirty then saveRecord(s) end
 answer(reply, s, allowed, cost, allowed, allowed and s.alg.receipt(s) or -1)
 return reply
