@@ -21,3 +21,4 @@ export {
 } from './priority/priority'
 export { SlotQueue } from './priority/slot-queue'
 export { type Counts, slotCap } from './sliding-window/kernel'
+export { emitWarning, forgetWarnings, warnIfBareMilliseconds } from './warnings'

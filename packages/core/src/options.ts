@@ -2,14 +2,38 @@ import { parseDuration } from './duration'
 import { DEFAULT_PRIORITY, readPriority } from './priority/priority'
 import type { Duration } from './types'
 import { describe, readInteger } from './validation'
+import { warnIfBareMilliseconds } from './warnings'
 
 // Checks made per call (permits, wait options) rather than at construction; those live
 // in validation.ts.
 
-/** A wait bound: `undefined` and `Infinity` mean none. */
-export function readTimeout(method: string, value: unknown): number {
+/**
+ * Marks waiting options sluice builds itself from a duration it has read, and warned
+ * about, already: a decorator's `wait` becomes the `timeout` of every `acquire`, in
+ * milliseconds, and must not be warned about again as a bare `"timeout"`. A symbol key,
+ * so object spread keeps it and the unknown-option check does not see it.
+ */
+export const TIMEOUT_READ: unique symbol = Symbol('sluice.timeoutRead')
+
+/**
+ * Waiting options for `timeoutMs`, already read from an option of the caller's (see
+ * {@link TIMEOUT_READ}).
+ *
+ * @example
+ * ```ts
+ * const wait = waitFor(500) // limiter.acquire(1, wait) warns nothing, though 500 is bare
+ * ```
+ */
+export function waitFor(timeoutMs: number): { timeout: number } {
+  return { timeout: timeoutMs, [TIMEOUT_READ]: true } as { timeout: number }
+}
+
+/** A wait bound: `undefined` and `Infinity` mean none. A bare number under 1000 is warned about. */
+export function readTimeout(method: string, value: unknown, read = false): number {
   if (value === undefined || value === Number.POSITIVE_INFINITY) return Number.POSITIVE_INFINITY
-  return parseDuration(value as Duration, `${method}: "timeout"`)
+  const ms = parseDuration(value as Duration, `${method}: "timeout"`)
+  if (ms < 1000 && !read) warnIfBareMilliseconds(method, 'timeout', value)
+  return ms
 }
 
 /** True for a positive integer: the one check on the hot path. */
@@ -50,7 +74,8 @@ export function readWaitOptions(
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError(`${method}: "signal" must be an AbortSignal, got ${describe(signal)}`)
   }
-  return { timeoutMs: readTimeout(method, timeout), signal }
+  const read = (options as { [TIMEOUT_READ]?: true })[TIMEOUT_READ] === true
+  return { timeoutMs: readTimeout(method, timeout, read), signal }
 }
 
 /**

@@ -14,6 +14,7 @@ import { systemClock } from './clock'
 import { describe, rangeError, typeError } from './describe'
 import { parseDuration } from './duration'
 import type { Clock, Duration } from './types'
+import { warnIfBareMilliseconds } from './warnings'
 
 export { describe, rangeError, typeError } from './describe'
 
@@ -220,7 +221,8 @@ export const MAX_WINDOW_MS = Number.MAX_SAFE_INTEGER / 1000
  * a positive duration of whole microseconds, the unit the kernels decide in, from one
  * microsecond to {@link MAX_WINDOW_MS}. A window below a microsecond would be shorter
  * than any clock's resolution; one that is not a whole number of microseconds would
- * count in fractions no store can keep exactly.
+ * count in fractions no store can keep exactly. A bare number under 1000 is valid but
+ * warned about (`ERR_SLUICE_WINDOW_IN_MS`, or `ERR_SLUICE_DURATION_IN_MS` for a `warmUp`).
  *
  * @example
  * ```ts
@@ -248,6 +250,8 @@ export function readWindow(
   if (ms > MAX_WINDOW_MS) {
     throw rangeError(factory, option, 'must be at most 2^53 microseconds (about 285 years)', shown)
   }
+  // A valid but bare `window: 60` is far more often a minute meant than 60 ms.
+  warnIfBareMilliseconds(factory, option, value)
   return Math.round(us) / 1000
 }
 

@@ -157,6 +157,11 @@ describe('durations in bare milliseconds', () => {
         ],
       }),
     ).toEqual(about('ERR_SLUICE_WINDOW_IN_MS', `rateLimit: "policies[1].window" is 5`))
+    // Core's normalizeSpec reads the warm-up policy too: still one warning, naming rateLimit.
+    expect(rateLimit({ algorithm: 'warm-up', window: 30, warmUp: 20 })).toEqual([
+      ['ERR_SLUICE_WINDOW_IN_MS', expect.stringMatching(/^rateLimit: "window" is 30, /)],
+      ['ERR_SLUICE_DURATION_IN_MS', expect.stringMatching(/^rateLimit: "warmUp" is 20, /)],
+    ])
     expect(rateLimit({ limit: () => 10, block: { for: 15 } })).toEqual(
       about('ERR_SLUICE_DURATION_IN_MS', `rateLimit: "block.for" is 15`),
     )

@@ -278,6 +278,7 @@ export function compilePolicy(given: PolicyOptions, factory: string, prefix = ''
       )
     }
   }
+  // normalizeSpec warns about a bare `window` or `warmUp` under 1000, as every core factory does.
   const spec = normalizeSpec(
     {
       ...(definition.options.includes('capacity') && { capacity: options.capacity }),
@@ -291,8 +292,6 @@ export function compilePolicy(given: PolicyOptions, factory: string, prefix = ''
     factory,
     prefix,
   )
-  warnIfBareMilliseconds(factory, `${prefix}window`, options.window)
-  warnIfBareMilliseconds(factory, `${prefix}warmUp`, options.warmUp)
   const name =
     options.name === undefined ? undefined : policyName(factory, `${prefix}name`, options.name)
   return makePolicy(spec, name, readBlock(factory, prefix, options.block))

@@ -1,7 +1,9 @@
+import * as core from '@sluice/core/internal'
 import { describe, expect, it } from 'vitest'
 import { keyedLimiter } from './keyed-limiter'
 import { compilePolicy, compilePolicyList, type PolicyOptions } from './policy'
 import { warningsOf } from './testing'
+import * as keyed from './warnings'
 import { warnIfBareMilliseconds } from './warnings'
 
 const help = (code: string) =>
@@ -76,6 +78,32 @@ describe('policy durations in bare milliseconds', () => {
         compilePolicy({ window: 1000, block: { for: 1000 } }, 'rateLimit')
       }),
     ).toEqual([])
+  })
+})
+
+describe('one implementation, in @sluice/core', () => {
+  it("re-exports core's warnings, so both share one list of warnings given", () => {
+    expect(keyed.emitWarning).toBe(core.emitWarning)
+    expect(keyed.warnIfBareMilliseconds).toBe(core.warnIfBareMilliseconds)
+    expect(keyed.forgetWarnings).toBe(core.forgetWarnings)
+  })
+
+  it("a bare window read by the keyed limiter and by core's normalizeSpec warns once", () => {
+    expect(
+      warningsOf(() => {
+        keyedLimiter({ limit: 5, window: 60 })
+        keyedLimiter({ algorithm: 'warm-up', limit: 5, window: '1m', warmUp: 90 })
+      }),
+    ).toEqual([
+      [
+        'ERR_SLUICE_WINDOW_IN_MS',
+        `keyedLimiter: "window" is 60, which is 60 milliseconds, not seconds. Write '60s' if you meant seconds, or '60ms' to silence this. ${help('ERR_SLUICE_WINDOW_IN_MS')}`,
+      ],
+      [
+        'ERR_SLUICE_DURATION_IN_MS',
+        expect.stringContaining('keyedLimiter: "warmUp" is 90, which is 90 milliseconds'),
+      ],
+    ])
   })
 })
 

@@ -38,6 +38,7 @@ import {
   readPositiveDuration,
   readPositiveInteger,
 } from '../validation'
+import { warnIfBareMilliseconds } from '../warnings'
 import { AIMD_OPTIONS, type AimdOptions, aimd } from './aimd'
 import { GRADIENT2_OPTIONS, type Gradient2Options, gradient2 } from './gradient2'
 import { readNumber } from './read-number'
@@ -683,6 +684,15 @@ function readSettings(factory: string, options: AdaptiveConcurrencyOptions): Set
     options.probeConcurrency === undefined
       ? 3
       : readPositiveInteger(factory, 'probeConcurrency', options.probeConcurrency)
+  const probeIntervalMs = readPositiveDuration(
+    factory,
+    'probeInterval',
+    options.probeInterval,
+    '30s',
+  )
+  // A probe every 30 s is the default, so a bare 30 is seconds meant; the update interval
+  // (default 100 ms), like CoDel's target and interval, is normally milliseconds.
+  warnIfBareMilliseconds(factory, 'probeInterval', options.probeInterval)
   return {
     name: readName(factory, 'name', options.name, 'adaptive-concurrency'),
     algorithm,
@@ -698,7 +708,7 @@ function readSettings(factory: string, options: AdaptiveConcurrencyOptions): Set
       options.updateInterval,
       '100ms',
     ),
-    probeIntervalMs: readPositiveDuration(factory, 'probeInterval', options.probeInterval, '30s'),
+    probeIntervalMs,
     probeJitter: readNumber(
       factory,
       'probeJitter',

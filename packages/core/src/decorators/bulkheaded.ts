@@ -1,4 +1,5 @@
 import { RateLimitError } from '../errors'
+import { waitFor } from '../options'
 import { partitionName, readPriority } from '../priority/priority'
 import type { ConcurrencyLimiter, Duration, Priority } from '../types'
 import { describe, readOptions } from '../validation'
@@ -108,7 +109,8 @@ export function bulkheaded(
     }
   }
 
-  const wait = { timeout: waitMs }
+  // Warned about as "wait" already: acquire must not warn about it again as "timeout".
+  const wait = waitFor(waitMs)
   return <This, A extends unknown[], R>(
     target: Method<This, A, R>,
     context?: ClassMethodDecoratorContext<This, Method<This, A, R>>,

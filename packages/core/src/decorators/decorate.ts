@@ -1,5 +1,6 @@
 import type { Duration } from '../types'
 import { describe, readDuration } from '../validation'
+import { warnIfBareMilliseconds } from '../warnings'
 
 /** A function or method as the decorators see it. */
 export type Method<This, Args extends unknown[], R> = (this: This, ...args: Args) => R
@@ -45,5 +46,7 @@ export function named<F extends Function>(wrapper: F, name: string): F {
 export function readWait(decorator: string, wait: Duration | undefined): number | undefined {
   if (wait === undefined) return undefined
   if (wait === Number.POSITIVE_INFINITY) return wait
-  return readDuration(decorator, 'wait', wait)
+  const ms = readDuration(decorator, 'wait', wait)
+  warnIfBareMilliseconds(decorator, 'wait', wait)
+  return ms
 }

@@ -1,4 +1,5 @@
 import { RateLimitError } from '../errors'
+import { waitFor } from '../options'
 import type { Duration, RateLimiter } from '../types'
 import { describe, readOptions, readPositiveInteger } from '../validation'
 import {
@@ -81,7 +82,8 @@ export function rateLimited<Args extends unknown[] = unknown[]>(
     }
   }
 
-  const wait = { timeout: waitMs }
+  // Warned about as "wait" already: acquire must not warn about it again as "timeout".
+  const wait = waitFor(waitMs)
   return <This, A extends Args, R>(
     target: Method<This, A, R>,
     context?: ClassMethodDecoratorContext<This, Method<This, A, R>>,
