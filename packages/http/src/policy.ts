@@ -4,9 +4,9 @@ import {
   compilePolicy,
   compilePolicyList,
   isPromiseLike,
-  POLICY_OPTIONS,
   type Policy,
   type PolicyOptions,
+  refuseBesidePolicies,
   withCarry,
 } from '@sluice/keyed/store'
 
@@ -57,17 +57,7 @@ export class PolicySource<Req = unknown> {
     const { policies, limit } = options
     const carried = (list: readonly Policy[]) => list.map((policy) => withCarry(policy, carry))
     if (policies !== undefined) {
-      for (const key of POLICY_OPTIONS) {
-        const value = (options as Record<string, unknown>)[key]
-        if (value !== undefined) {
-          throw typeError(
-            factory,
-            key,
-            'cannot be combined with "policies" (give it inside each policy)',
-            value,
-          )
-        }
-      }
+      refuseBesidePolicies(factory, options)
       if (typeof policies === 'function') {
         this.#pick = policies as (req: Req) => unknown
         this.#compile = (value) =>

@@ -20,6 +20,7 @@ import {
   concurrencyPolicy,
   POLICY_OPTIONS,
   type PolicyOptions,
+  refuseBesidePolicies,
   withCarry,
 } from './policy'
 import { longestWait, primaryIndex } from './primary'
@@ -225,17 +226,7 @@ function compileLimiter(given: KeyedPolicyOptions, factory: string): Policy[] {
     return [concurrencyPolicy(given.name, readPositiveInteger(factory, 'max', max))]
   }
   if (policies !== undefined) {
-    for (const key of POLICY_OPTIONS) {
-      const value = (given as Record<string, unknown>)[key]
-      if (value !== undefined) {
-        throw typeError(
-          factory,
-          key,
-          'cannot be combined with "policies" (give it inside each policy)',
-          value,
-        )
-      }
-    }
+    refuseBesidePolicies(factory, given)
     return compilePolicyList(policies, factory)
   }
   const single: PolicyOptions = {}

@@ -87,6 +87,29 @@ export const POLICY_OPTIONS: readonly string[] = [
   'name',
 ]
 
+/**
+ * Refuses single-policy options (`limit`, `window`, ...) given beside `policies`: each
+ * belongs inside its policy there.
+ *
+ * @example
+ * ```ts
+ * refuseBesidePolicies('rateLimit', { policies: [], limit: 5 }) // TypeError naming "limit"
+ * ```
+ */
+export function refuseBesidePolicies(factory: string, options: object): void {
+  for (const key of POLICY_OPTIONS) {
+    const value = (options as Record<string, unknown>)[key]
+    if (value !== undefined) {
+      throw typeError(
+        factory,
+        key,
+        'cannot be combined with "policies" (give it inside each policy)',
+        value,
+      )
+    }
+  }
+}
+
 /** What `rateLimit()` uses when an option is left out. */
 export const DEFAULT_LIMIT = 100
 export const DEFAULT_WINDOW: Duration = '1m'

@@ -42,6 +42,7 @@ export {
   type PolicyOptions,
   policyName,
   type RateAlgorithm,
+  refuseBesidePolicies,
   withCarry,
 } from './policy'
 export { longestWait, primaryIndex } from './primary'

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common'
 import { type KeyExtractor, keys, memoryStore, type PolicyOptions, type Store } from '@sluice/http'
-import { BulkheadEngine, RateLimitEngine } from '@sluice/http/adapter'
+import { BulkheadEngine, POLICY_OPTIONS, RateLimitEngine } from '@sluice/http/adapter'
 import { type KeyedLimiter, keyedLimiter } from '@sluice/keyed'
 import { type NestRequest, type NestResponse, nestRequest, nestResponse } from './accessors'
 import type { BulkheadOptions, RateLimitOptions, SluiceModuleOptions } from './options'
@@ -12,16 +12,7 @@ export const SLUICE_OPTIONS = Symbol('sluice:module-options')
 const NONE = {}
 
 /** The option names of one policy, which a handler's `@RateLimit()` merges by name. */
-const POLICY_KEYS = [
-  'algorithm',
-  'limit',
-  'window',
-  'capacity',
-  'slots',
-  'warmUp',
-  'block',
-  'name',
-] as const
+const POLICY_KEYS = POLICY_OPTIONS
 
 type Options = Record<string, unknown>
 
@@ -46,7 +37,7 @@ function policiesOf(options: Options): PolicyOptions[] | 'dynamic' | undefined {
 function restOf(options: Options): Options {
   const rest: Options = {}
   for (const [key, value] of Object.entries(options)) {
-    if (key !== 'policies' && !(POLICY_KEYS as readonly string[]).includes(key)) rest[key] = value
+    if (key !== 'policies' && !POLICY_KEYS.includes(key)) rest[key] = value
   }
   return rest
 }
