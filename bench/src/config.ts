@@ -5,7 +5,7 @@
  * results. For targeted runs while working on one path:
  *
  * - `BENCH_SECTIONS=decision,http` runs only those sections (of `exactness`, `adaptive`,
- *   `priority`, `decision`, `http`, `processes`: leases, the cluster store and NestJS, each in processes of its own); the targets of the others show as not measured;
+ *   `priority`, `decision`, `http`, `processes`: the priority check on real sockets, leases, the cluster store and NestJS, each in processes of its own); the targets of the others show as not measured;
  * - `BENCH_SCENARIOS=hot,insert` runs only those decision-cost scenarios;
  * - `BENCH_CONTENDERS=store|floor` keeps only the contenders whose id matches the regular
  *   expression (the floor is always kept: every ratio is taken against it);

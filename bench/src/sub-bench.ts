@@ -26,6 +26,10 @@ const TSX = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url))
 const SRC = fileURLToPath(new URL('.', import.meta.url))
 
 export const SUB_BENCHES: readonly SubBench[] = [
+  {
+    title: 'Priority load shedding on real sockets (issue 29)',
+    script: 'priority/http-check.ts',
+  },
   { title: 'Quota leases on Redis (issue 27)', script: 'leases/main.ts', args: ['3'] },
   {
     title: 'Cluster store, 4 workers (issue 27)',
