@@ -434,6 +434,46 @@ describe.each(platforms)('@Bulkhead on %s', (platform) => {
   })
 })
 
+describe.each(platforms)('behind a proxy on %s', (platform) => {
+  /** Three requests from two clients behind one proxy, and the warnings they gave. */
+  async function clients(trustProxy: boolean | number | undefined) {
+    const warnings = watchWarnings()
+    try {
+      const app = await nestApp(platform, global({ limit: 1, window: '1m' }), undefined, {
+        ...(trustProxy === undefined ? {} : { trustProxy }),
+      })
+      const ask = async (client: string) =>
+        (await request(app.getHttpServer()).get('/a').set('x-forwarded-for', client)).status
+      const statuses = [
+        await ask('203.0.113.7'),
+        await ask('203.0.113.8'),
+        await ask('203.0.113.7'),
+      ]
+      return { statuses, warnings: warnings.given.map(([code]) => code) }
+    } finally {
+      warnings.stop()
+    }
+  }
+
+  it('trusting one proxy, counts each X-Forwarded-For client apart, and warns of nothing', async () => {
+    expect(await clients(1)).toEqual({ statuses: [200, 200, 429], warnings: [] })
+  })
+
+  it('trusting none, one budget for every client, and a warning that the header came', async () => {
+    expect(await clients(undefined)).toEqual({
+      statuses: [200, 429, 429],
+      warnings: ['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'],
+    })
+  })
+
+  it('trusting every proxy, a warning that any client can pick its key', async () => {
+    expect(await clients(true)).toEqual({
+      statuses: [200, 200, 429],
+      warnings: ['ERR_SLUICE_PERMISSIVE_TRUST_PROXY'],
+    })
+  })
+})
+
 describe('stacked @RateLimit', () => {
   it('of one name, or both unnamed, or setting one option twice, throws where the class is defined', () => {
     const define = (upper: RateLimitOptions, lower: RateLimitOptions) => () => {
