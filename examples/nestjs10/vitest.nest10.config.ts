@@ -12,7 +12,12 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 const nestjs = fileURLToPath(new URL('../../packages/nestjs/', import.meta.url))
 
 /** The @sluice/nestjs test files that run on NestJS 10 (GraphQL's drivers need NestJS 11). */
-export const files = ['guard.test.ts', 'throttler-port.test.ts', 'websocket.test.ts']
+export const files = [
+  'guard.test.ts',
+  'scenarios.test.ts',
+  'throttler-port.test.ts',
+  'websocket.test.ts',
+]
 
 /**
  * Nest's decorators are TypeScript's legacy ones, whose design metadata its dependency

@@ -1,6 +1,6 @@
 /**
  * @sluice/nestjs's peer range takes NestJS 10, whose platforms run Express 4 and Fastify 4:
- * its own test files run here against those (see vitest.nest10.config.ts, which resolves
+ * its own test files (the adapter scenarios included) run here against those (see vitest.nest10.config.ts, which resolves
  * every NestJS package from this package for them). They need a vitest configuration of
  * their own, so they run in a child vitest; each of their tests is reported here.
  */
@@ -69,7 +69,9 @@ describe('@sluice/nestjs on NestJS 10 (Express 4, Fastify 4)', () => {
     expect([...files, 'versions.test.ts'].filter((file) => !ran.has(file))).toEqual([])
   })
 
-  it.each(results)('$file: $fullName', ({ status, failureMessages }) => {
-    expect(status, failureMessages.join('\n')).toBe('passed')
+  it.each(results)('$file: $fullName', ({ file, status, failureMessages }) => {
+    // The adapter scenarios skip, with their reason, those that cannot apply to a guard.
+    const expected = file === 'scenarios.test.ts' && status === 'skipped' ? 'skipped' : 'passed'
+    expect(status, failureMessages.join('\n')).toBe(expected)
   })
 })

@@ -1,4 +1,5 @@
 import {
+  type ArgumentsHost,
   Controller,
   type ExecutionContext,
   Get,
@@ -296,6 +297,36 @@ describe.each(platforms)('SluiceGuard on %s', (platform) => {
   it('refuses nothing in dry run', async () => {
     const app = await nestApp(platform, global({ limit: 1, window: '1m', dryRun: true }))
     expect(await statuses(app, '/a', 3)).toEqual([200, 200, 200])
+  })
+
+  it('answers 500 for a throwing key, naming the module and the option; in dry run lets it pass', async () => {
+    const key = () => {
+      throw new Error('no key today')
+    }
+    const errors: unknown[] = []
+    const report = {
+      catch(error: unknown, host: ArgumentsHost) {
+        errors.push(error)
+        const res = host.switchToHttp().getResponse()
+        if (res.raw !== undefined) res.code(500).send()
+        else res.status(500).end()
+      },
+    }
+    const failing = await nestApp(platform, global({ limit: 1, key }), (app) =>
+      app.useGlobalFilters(report),
+    )
+    expect((await request(failing.getHttpServer()).get('/a')).status).toBe(500)
+    expect(errors.map((error) => (error as Error).message)).toEqual([
+      'SluiceModule.forRoot: the "key" function failed: no key today',
+    ])
+    const warnings = watchWarnings()
+    try {
+      const dry = await nestApp(platform, global({ limit: 1, key, dryRun: true }))
+      expect(await statuses(dry, '/a', 2)).toEqual([200, 200])
+    } finally {
+      warnings.stop()
+    }
+    expect(warnings.given.map(([code]) => code)).toEqual(['ERR_SLUICE_DRY_RUN_FAILED'])
   })
 
   it('counts by the key a subclass finds with getKey', async () => {
