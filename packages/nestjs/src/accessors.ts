@@ -39,6 +39,23 @@ export interface NestResponse {
 
 const isFastify = (req: NestRequest) => req.raw !== undefined
 
+/** Marks one GraphQL resolver call's view of its request (see {@link resolverCall}). */
+const CALL = Symbol('sluice.resolverCall')
+
+type Call = NestRequest & { [CALL]?: object }
+
+/**
+ * One resolver call's view of the HTTP request it runs in: the request itself to every
+ * reader (its prototype), but a place of its own for the marks a limiter leaves on what
+ * it decided. One GraphQL request runs many resolvers, and each guarded call counts:
+ * 100 aliases of a limited `login` mutation in one request are 100 attempts, not one.
+ */
+export function resolverCall(req: NestRequest): NestRequest {
+  const call = Object.create(req) as Call
+  call[CALL] = call
+  return call
+}
+
 /** The Node request behind either platform's request. */
 export const incoming = (req: NestRequest) => (req.raw ?? req) as IncomingMessage
 
@@ -77,7 +94,7 @@ export const nestRequest: RequestAccessors<NestRequest> = {
   header: (req, name) => headerOf(req.headers, name),
   // Express swaps every request's prototype, which makes each property added to it slow
   // (see @sluice/express); res.locals is a dictionary made per request.
-  slot: (req) => req.res?.locals ?? req,
+  slot: (req) => (req as Call)[CALL] ?? req.res?.locals ?? req,
   proxy: {
     texts: {
       permissive:
@@ -96,6 +113,21 @@ export const nestRequest: RequestAccessors<NestRequest> = {
       }
     },
   },
+}
+
+/**
+ * Where a GraphQL resolver's headers go when its context holds no response (Apollo on
+ * Fastify, whose default context is `{ req }`): nowhere, the refusal still being an error.
+ * A signal made for a waiting request aborts only when the connection closes.
+ */
+export function noResponse(): NestResponse {
+  const headers = new Map<string, string>()
+  const sink = {
+    getHeader: (name: string) => headers.get(name.toLowerCase()),
+    setHeader: (name: string, value: string) => headers.set(name.toLowerCase(), value),
+    on: () => sink,
+  }
+  return sink
 }
 
 /** What the guard passes `respond` as `next`: going on means letting the request through. */

@@ -2,6 +2,7 @@ import { SetMetadata } from '@nestjs/common'
 import { memoryStore } from '@sluice/http'
 import { BulkheadEngine, RateLimitEngine } from '@sluice/http/adapter'
 import { nestRequest, nestResponse } from './accessors'
+import { type Options, stack } from './merge'
 import type { BulkheadOptions, RateLimitOptions } from './options'
 
 /** Metadata keys of the decorators, read by `SluiceGuard` through Nest's `Reflector`. */
@@ -13,12 +14,15 @@ export const BULKHEAD_METADATA = 'sluice:bulkhead'
 export type ClassOrMethodDecorator = ClassDecorator & MethodDecorator
 
 /**
- * Sets the rate limit of a controller (the default of its handlers) or of one handler (it
- * overrides the controller's), on top of `SluiceModule.forRoot()`'s options: a policy with
- * no `name`, or the name of the module's policy, replaces that policy here; a policy of
- * another name is checked as well (atomically, with the module's). Options other than
- * the policies (`key`, `cost`, `headers`, `dryRun`, …) override the module's one by one;
- * the store is the module's unless given.
+ * Sets the rate limit of a controller (the default of its handlers) or of one handler, on
+ * top of `SluiceModule.forRoot()`'s options: a policy with no `name`, or the name of the
+ * module's policy, replaces that policy here; a policy of another name is checked as well
+ * (atomically, with the module's). A handler's policy replaces its controller's of the
+ * same name (or the controller's unnamed one, if it has none) and adds to them otherwise.
+ * Options other than the policies (`key`, `cost`, `headers`, `dryRun`, …) override the
+ * module's (and the controller's) one by one; the store is the module's unless given.
+ * Several on one handler add up, each policy named apart: two of one name (or two
+ * unnamed) throw where the class is defined.
  *
  * @example
  * ```ts
@@ -35,7 +39,24 @@ export function RateLimit(options: RateLimitOptions = {}): ClassOrMethodDecorato
     throw new TypeError(`@RateLimit: "options" must be an object, got ${String(options)}`)
   }
   check(RateLimitEngine, options, 'RateLimit')
-  return SetMetadata(RATE_LIMIT_METADATA, options)
+  const decorator = (
+    target: object,
+    property?: string | symbol,
+    descriptor?: PropertyDescriptor,
+  ) => {
+    // Where Nest's SetMetadata puts it: on the handler function, or on the class.
+    const at = (descriptor?.value ?? target) as object
+    const below = Reflect.getOwnMetadata(RATE_LIMIT_METADATA, at) as Options | undefined
+    const where =
+      property === undefined
+        ? (target as { name?: string }).name
+        : `${(target as object).constructor.name}.${String(property)}`
+    const value =
+      below === undefined ? options : stack(options as Options, below, where ?? 'a class')
+    Reflect.defineMetadata(RATE_LIMIT_METADATA, value, at)
+    return descriptor ?? target
+  }
+  return decorator as ClassOrMethodDecorator
 }
 
 /**

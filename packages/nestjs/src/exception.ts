@@ -29,14 +29,68 @@ const JSON_TYPE = 'application/json'
 export class RateLimitException extends HttpException {
   /** The refusal as `@sluice/http` serialized it (content type and body text). */
   readonly refusal: Refusal
+  /**
+   * A GraphQL resolver's refusal only: what the GraphQL error says besides its message,
+   * `{ code: 'RATE_LIMITED' | 'SERVICE_UNAVAILABLE', status, retryAfterMs }`. GraphQL
+   * servers build the error's `extensions` from the thrown error's own.
+   */
+  readonly extensions?: GraphQLRefusalExtensions
 
-  constructor(status: number, refusal: Refusal, res?: NestResponse) {
-    super(bodyOf(status, refusal), status)
+  constructor(
+    status: number,
+    refusal: Refusal,
+    res?: NestResponse,
+    extensions?: GraphQLRefusalExtensions,
+  ) {
+    // A GraphQL refusal's body has no `statusCode`: Nest's Apollo driver would rewrite an
+    // exception that has one into an INTERNAL_SERVER_ERROR, dropping the code given here.
+    super(
+      extensions === undefined ? bodyOf(status, refusal) : { message: messageOf(status, refusal) },
+      status,
+    )
     this.name = 'RateLimitException'
     this.refusal = refusal
-    if (res !== undefined && refusal.contentType.endsWith('problem+json'))
+    if (extensions !== undefined) this.extensions = extensions
+    else if (res !== undefined && refusal.contentType.endsWith('problem+json'))
       sendSelf(res, status, refusal)
   }
+}
+
+/** The `extensions` of a GraphQL resolver's refusal. */
+export interface GraphQLRefusalExtensions {
+  /** `'RATE_LIMITED'` for a rate limit, `'SERVICE_UNAVAILABLE'` for a full bulkhead. */
+  readonly code: 'RATE_LIMITED' | 'SERVICE_UNAVAILABLE'
+  /** The HTTP status the same refusal has over REST (429, 503, or the `statusCode` option). */
+  readonly status: number
+  /** Milliseconds until the call could pass (`Retry-After`, exact). */
+  readonly retryAfterMs: number
+}
+
+/**
+ * A refused GraphQL resolver call, as `SluiceGuard.graphqlRefused` is given it: which
+ * limiter refused, the refusal as REST would send it, and when to retry.
+ */
+export interface GraphQLRefusal {
+  readonly kind: 'rateLimit' | 'bulkhead'
+  readonly status: number
+  readonly refusal: Refusal
+  readonly retryAfterMs: number
+}
+
+const DEFAULT_MESSAGES: Record<number, string> = {
+  429: 'Too Many Requests',
+  503: 'Service Unavailable',
+}
+
+/** The text of a refusal: the `message` option's text, or its object's `message` (or problem `title`). */
+function messageOf(status: number, { contentType, body }: Refusal): string {
+  if (contentType.startsWith(JSON_TYPE) || contentType.endsWith('+json')) {
+    const parsed = JSON.parse(body) as { message?: unknown; title?: unknown }
+    if (typeof parsed.message === 'string') return parsed.message
+    if (typeof parsed.title === 'string') return parsed.title
+    return DEFAULT_MESSAGES[status] ?? 'Request refused'
+  }
+  return body
 }
 
 function bodyOf(status: number, { contentType, body }: Refusal): string | Record<string, unknown> {

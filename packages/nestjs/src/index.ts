@@ -1,5 +1,6 @@
 /**
- * Rate limits and bulkheads for NestJS 10 and 11, on the Express and the Fastify platform:
+ * Rate limits and bulkheads for NestJS 10 and 11, on the Express and the Fastify platform, for
+ * controllers, GraphQL resolvers and WebSocket gateways:
  * `SluiceModule.forRoot()` / `forRootAsync()`, `SluiceGuard` (global, per controller or per
  * handler), and the decorators `@RateLimit()`, `@SkipRateLimit()` and `@Bulkhead()`, with
  * the standard RateLimit headers of every sluice adapter. Re-exports what its users need
@@ -48,7 +49,11 @@ export {
   SKIP_RATE_LIMIT_METADATA,
   SkipRateLimit,
 } from './decorators'
-export { RateLimitException } from './exception'
+export {
+  type GraphQLRefusal,
+  type GraphQLRefusalExtensions,
+  RateLimitException,
+} from './exception'
 export type {
   BulkheadOptions,
   RateLimitOptions,

@@ -1,4 +1,5 @@
 import { type DynamicModule, Global, Module, type Provider } from '@nestjs/common'
+import { DiscoveryModule } from '@nestjs/core'
 import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options'
 import { SluiceGuard } from './sluice.guard'
 import { SLUICE_OPTIONS, SluiceService } from './sluice.service'
@@ -28,6 +29,8 @@ export class SluiceModule {
   static forRoot(options: SluiceModuleOptions = {}): DynamicModule {
     return {
       module: SluiceModule,
+      // Discovery finds the decorated handlers, whose limiters are built at startup.
+      imports: [DiscoveryModule],
       providers: [{ provide: SLUICE_OPTIONS, useValue: options }, SluiceService, SluiceGuard],
       exports: exported,
     }
@@ -59,7 +62,7 @@ export class SluiceModule {
     }
     return {
       module: SluiceModule,
-      imports: options.imports ?? [],
+      imports: [DiscoveryModule, ...(options.imports ?? [])],
       providers: [provider, SluiceService, SluiceGuard],
       exports: exported,
     }

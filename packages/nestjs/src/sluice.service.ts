@@ -1,8 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common'
+import { Inject, Injectable, type OnApplicationBootstrap, Optional } from '@nestjs/common'
+import { DiscoveryService, Reflector } from '@nestjs/core'
 import { type KeyExtractor, keys, memoryStore, type PolicyOptions, type Store } from '@sluice/http'
-import { BulkheadEngine, POLICY_OPTIONS, RateLimitEngine } from '@sluice/http/adapter'
+import { BulkheadEngine, RateLimitEngine } from '@sluice/http/adapter'
 import { type KeyedLimiter, keyedLimiter } from '@sluice/keyed'
 import { type NestRequest, type NestResponse, nestRequest, nestResponse } from './accessors'
+import { mergePolicies, type Options, policiesOf, policyFields, restOf } from './merge'
+import { handlerMetadata } from './metadata'
 import type { BulkheadOptions, RateLimitOptions, SluiceModuleOptions } from './options'
 
 /** The injection token of the module's options. */
@@ -10,57 +13,6 @@ export const SLUICE_OPTIONS = Symbol('sluice:module-options')
 
 /** The cache key of "no policy skipped". */
 const NONE = {}
-
-/** The option names of one policy, which a handler's `@RateLimit()` merges by name. */
-const POLICY_KEYS = POLICY_OPTIONS
-
-type Options = Record<string, unknown>
-
-/** The policies an options object states, or 'dynamic' when a function picks them per request. */
-function policiesOf(options: Options): PolicyOptions[] | 'dynamic' | undefined {
-  if (typeof options.policies === 'function' || typeof options.limit === 'function') {
-    return 'dynamic'
-  }
-  if (Array.isArray(options.policies)) return [...(options.policies as PolicyOptions[])]
-  const policy: Options = {}
-  let given = false
-  for (const key of POLICY_KEYS) {
-    if (options[key] !== undefined) {
-      policy[key] = options[key]
-      given = true
-    }
-  }
-  return given ? [policy as PolicyOptions] : undefined
-}
-
-/** The options besides the policies. */
-function restOf(options: Options): Options {
-  const rest: Options = {}
-  for (const [key, value] of Object.entries(options)) {
-    if (key !== 'policies' && !POLICY_KEYS.includes(key)) rest[key] = value
-  }
-  return rest
-}
-
-/**
- * A handler's policies over the module's: an unnamed one replaces the module's (all of
- * them, when the module states several), a named one replaces the module's policy of
- * that name or is added to them.
- */
-function mergePolicies(module: readonly PolicyOptions[], own: readonly PolicyOptions[]) {
-  let merged = [...module]
-  for (const policy of own) {
-    if (policy.name === undefined) {
-      merged = merged.filter((p) => own.includes(p))
-      merged.push(policy)
-      continue
-    }
-    const at = merged.findIndex((p) => p.name === policy.name)
-    if (at === -1) merged.push(policy)
-    else merged[at] = policy
-  }
-  return merged
-}
 
 /**
  * The module's limiters: the rate limit every route the guard protects shares, the
@@ -78,7 +30,7 @@ function mergePolicies(module: readonly PolicyOptions[], own: readonly PolicyOpt
  * ```
  */
 @Injectable()
-export class SluiceService {
+export class SluiceService implements OnApplicationBootstrap {
   /** Where every rate limit of the module counts: the `store` option, or a memory store. */
   readonly store: Store
   /** The module's own rate limit. */
@@ -95,7 +47,11 @@ export class SluiceService {
   /** Keys a guard's `getKey` found, by request, for the engines' key extractor. */
   readonly #keys = new WeakMap<object, string>()
 
-  constructor(@Inject(SLUICE_OPTIONS) options: SluiceModuleOptions = {}) {
+  constructor(
+    @Inject(SLUICE_OPTIONS) options: SluiceModuleOptions = {},
+    @Optional() @Inject(DiscoveryService) private readonly discovery?: DiscoveryService,
+    @Optional() @Inject(Reflector) private readonly reflector?: Reflector,
+  ) {
     if (typeof options !== 'object' || options === null) {
       throw new TypeError(
         `SluiceModule.forRoot: "options" must be an object, got ${String(options)}`,
@@ -104,6 +60,31 @@ export class SluiceService {
     this.#options = { ...options }
     this.store = options.store ?? memoryStore(options.clock ? { clock: options.clock } : {})
     this.engine = this.#build(this.#options, 'SluiceModule.forRoot')
+  }
+
+  /**
+   * Builds the limiters of every decorated handler of the app's controllers and providers
+   * (gateways, resolvers) before the first request: the decorators' options are checked
+   * at startup, and no limiter is made while a request is handled, which would look like
+   * one made per request (and warn so).
+   */
+  onApplicationBootstrap(): void {
+    const { discovery, reflector } = this
+    if (discovery === undefined || reflector === undefined) return
+    for (const wrapper of [...discovery.getControllers(), ...discovery.getProviders()]) {
+      const type = wrapper.metatype
+      // A factory provider's metatype is its factory, not a class with handlers.
+      if (typeof type !== 'function' || wrapper.inject != null || wrapper.instance == null) {
+        continue
+      }
+      for (const handler of methodsOf(type.prototype as object | undefined)) {
+        const { skip, own, bulkhead } = handlerMetadata(reflector, handler, type)
+        if (own !== undefined || Array.isArray(skip)) {
+          this.rateLimitFor(own, Array.isArray(skip) ? skip : undefined)
+        }
+        if (bulkhead !== undefined) this.bulkheadFor(bulkhead)
+      }
+    }
   }
 
   /**
@@ -176,6 +157,11 @@ export class SluiceService {
       bySkip.set(skip ?? NONE, limiter)
     }
     return limiter
+  }
+
+  /** Whether messages under `own` (or the module's options) are counted but never refused. */
+  messageDryRun(own: RateLimitOptions | undefined): boolean {
+    return (own?.dryRun ?? this.#options.dryRun) === true
   }
 
   /** Makes `key` the key `req` counts under, as a guard's `getKey` found it. */
@@ -252,10 +238,13 @@ export class SluiceService {
   }
 }
 
-function policyFields(options: Options): Options {
-  const fields: Options = {}
-  for (const key of [...POLICY_KEYS, 'policies']) {
-    if (options[key] !== undefined) fields[key] = options[key]
+/** The methods of a class's prototype chain (below `Object.prototype`), getters left alone. */
+function* methodsOf(prototype: object | undefined): Generator<object> {
+  for (let o: object | null = prototype ?? null; o !== null && o !== Object.prototype; ) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      const value = Object.getOwnPropertyDescriptor(o, name)?.value as unknown
+      if (name !== 'constructor' && typeof value === 'function') yield value
+    }
+    o = Object.getPrototypeOf(o) as object | null
   }
-  return fields
 }

@@ -13,17 +13,27 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()))
 })
 
-/** A real Nest application on `platform`, initialised, closed after the test. */
+/**
+ * A real Nest application on `platform`, initialised, closed after the test. `trustProxy`
+ * is the platform's own setting: Express's `trust proxy`, Fastify's `trustProxy`.
+ */
 export async function nestApp(
   platform: Platform,
   metadata: ModuleMetadata,
   configure?: (app: INestApplication) => void,
+  { trustProxy }: { trustProxy?: boolean | number } = {},
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule(metadata).compile()
   const app =
     platform === 'fastify'
-      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+      ? moduleRef.createNestApplication(
+          new FastifyAdapter(trustProxy === undefined ? {} : { trustProxy }),
+          { logger: false },
+        )
       : moduleRef.createNestApplication({ logger: false })
+  if (platform === 'express' && trustProxy !== undefined) {
+    app.getHttpAdapter().getInstance().set('trust proxy', trustProxy)
+  }
   apps.push(app)
   configure?.(app)
   await app.init()

@@ -1,4 +1,5 @@
 import {
+  type ArgumentsHost,
   Controller,
   type ExecutionContext,
   Get,
@@ -9,11 +10,14 @@ import {
 import { APP_GUARD } from '@nestjs/core'
 import { ManualClock } from '@sluice/core'
 import { listen } from '@sluice/http/testing'
+import { watchWarnings } from '@sluice/keyed/testing'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
 import {
   Bulkhead,
+  keys,
   RateLimit,
+  type RateLimitOptions,
   SkipRateLimit,
   SluiceGuard,
   SluiceModule,
@@ -50,6 +54,19 @@ class AppController {
   burst() {
     return 'burst'
   }
+
+  @RateLimit({ name: 'minute', limit: 2, window: '1m' })
+  @RateLimit({ name: 'second', limit: 1, window: '1s' })
+  @Get('stacked')
+  stacked() {
+    return 'stacked'
+  }
+
+  @Bulkhead({ max: 2 })
+  @Get('pooled')
+  pooled() {
+    return 'pooled'
+  }
 }
 
 @RateLimit({ limit: 2, window: '1m', name: 'class' })
@@ -64,6 +81,34 @@ class LimitedController {
   @Get('own')
   own() {
     return 'own'
+  }
+}
+
+@RateLimit({ limit: 2, window: '1m', key: keys.global() })
+@RateLimit({ name: 'hourly', limit: 50, window: '1h' })
+@Controller('layered')
+class LayeredController {
+  @Get('default')
+  byDefault() {
+    return 'default'
+  }
+
+  @RateLimit({ name: 'hourly', limit: 10, window: '1h' })
+  @Get('hourly')
+  hourly() {
+    return 'hourly'
+  }
+
+  @RateLimit({ limit: 1, window: '1m' })
+  @Get('unnamed')
+  unnamed() {
+    return 'unnamed'
+  }
+
+  @RateLimit({ headers: 'legacy' })
+  @Get('legacy')
+  legacy() {
+    return 'legacy'
   }
 }
 
@@ -151,11 +196,47 @@ describe.each(platforms)('SluiceGuard on %s', (platform) => {
     expect(await statuses(app, '/a', 3)).toEqual([200, 200, 429])
   })
 
-  it('takes a controller @RateLimit as its handlers default, a handler one over it', async () => {
+  it('takes a controller @RateLimit as its handlers default, a handler one adding to it', async () => {
     const app = await nestApp(platform, global())
     expect(await statuses(app, '/limited/default', 3)).toEqual([200, 200, 429])
+    // "own" is named apart from "class": the handler keeps its controller's policy and
+    // adds its own (the two handlers share the "class" budget, spent above).
     const own = await request(app.getHttpServer()).get('/limited/own')
-    expect(own.headers['ratelimit-policy']).toBe('"3-per-1m";q=3;w=60, "own";q=4;w=60')
+    expect(own.headers['ratelimit-policy']).toBe(
+      '"3-per-1m";q=3;w=60, "class";q=2;w=60, "own";q=4;w=60',
+    )
+    expect(own.status).toBe(429)
+  })
+
+  it("merges a handler's @RateLimit over its controller's by name", async () => {
+    const app = await nestApp(platform, {
+      imports: [SluiceModule.forRoot({ clock: new ManualClock(), limit: 3, window: '1m' })],
+      controllers: [LayeredController],
+      providers: [{ provide: APP_GUARD, useClass: SluiceGuard }],
+    })
+    const policy = async (path: string) =>
+      (await request(app.getHttpServer()).get(path)).headers['ratelimit-policy']
+    // The controller: its unnamed policy replaces the module's, "hourly" is added.
+    expect(await policy('/layered/default')).toBe('"2-per-1m";q=2;w=60, "hourly";q=50;w=3600')
+    // Same name: the handler's "hourly" replaces the controller's.
+    expect(await policy('/layered/hourly')).toBe('"2-per-1m";q=2;w=60, "hourly";q=10;w=3600')
+    // Unnamed: the handler's replaces the controller's unnamed one, "hourly" stays.
+    expect(await policy('/layered/unnamed')).toBe('"1-per-1m";q=1;w=60, "hourly";q=50;w=3600')
+    // Other options override one by one: the controller's key, the handler's headers.
+    const legacy = await request(app.getHttpServer()).get('/layered/legacy')
+    expect([legacy.headers['x-ratelimit-limit'], legacy.headers['ratelimit-policy']]).toEqual([
+      '2',
+      undefined,
+    ])
+  })
+
+  it('stacks two @RateLimit of different names on one handler', async () => {
+    const app = await nestApp(platform, global())
+    const first = await request(app.getHttpServer()).get('/stacked')
+    expect(first.headers['ratelimit-policy']).toBe(
+      '"3-per-1m";q=3;w=60, "minute";q=2;w=60, "second";q=1;w=1',
+    )
+    expect(await statuses(app, '/stacked', 1)).toEqual([429])
   })
 
   it('answers a refusal with the same headers and body on either platform', async () => {
@@ -216,6 +297,36 @@ describe.each(platforms)('SluiceGuard on %s', (platform) => {
   it('refuses nothing in dry run', async () => {
     const app = await nestApp(platform, global({ limit: 1, window: '1m', dryRun: true }))
     expect(await statuses(app, '/a', 3)).toEqual([200, 200, 200])
+  })
+
+  it('answers 500 for a throwing key, naming the module and the option; in dry run lets it pass', async () => {
+    const key = () => {
+      throw new Error('no key today')
+    }
+    const errors: unknown[] = []
+    const report = {
+      catch(error: unknown, host: ArgumentsHost) {
+        errors.push(error)
+        const res = host.switchToHttp().getResponse()
+        if (res.raw !== undefined) res.code(500).send()
+        else res.status(500).end()
+      },
+    }
+    const failing = await nestApp(platform, global({ limit: 1, key }), (app) =>
+      app.useGlobalFilters(report),
+    )
+    expect((await request(failing.getHttpServer()).get('/a')).status).toBe(500)
+    expect(errors.map((error) => (error as Error).message)).toEqual([
+      'SluiceModule.forRoot: the "key" function failed: no key today',
+    ])
+    const warnings = watchWarnings()
+    try {
+      const dry = await nestApp(platform, global({ limit: 1, key, dryRun: true }))
+      expect(await statuses(dry, '/a', 2)).toEqual([200, 200])
+    } finally {
+      warnings.stop()
+    }
+    expect(warnings.given.map(([code]) => code)).toEqual(['ERR_SLUICE_DRY_RUN_FAILED'])
   })
 
   it('counts by the key a subclass finds with getKey', async () => {
@@ -351,6 +462,88 @@ describe.each(platforms)('@Bulkhead on %s', (platform) => {
     const again = await request(server).get('/work')
     expect(again.status).toBe(200)
     expect(again.text).toBe('done')
+  })
+})
+
+describe.each(platforms)('behind a proxy on %s', (platform) => {
+  /** Three requests from two clients behind one proxy, and the warnings they gave. */
+  async function clients(trustProxy: boolean | number | undefined) {
+    const warnings = watchWarnings()
+    try {
+      const app = await nestApp(platform, global({ limit: 1, window: '1m' }), undefined, {
+        ...(trustProxy === undefined ? {} : { trustProxy }),
+      })
+      const ask = async (client: string) =>
+        (await request(app.getHttpServer()).get('/a').set('x-forwarded-for', client)).status
+      const statuses = [
+        await ask('203.0.113.7'),
+        await ask('203.0.113.8'),
+        await ask('203.0.113.7'),
+      ]
+      return { statuses, warnings: warnings.given.map(([code]) => code) }
+    } finally {
+      warnings.stop()
+    }
+  }
+
+  it('trusting one proxy, counts each X-Forwarded-For client apart, and warns of nothing', async () => {
+    expect(await clients(1)).toEqual({ statuses: [200, 200, 429], warnings: [] })
+  })
+
+  it('trusting none, one budget for every client, and a warning that the header came', async () => {
+    expect(await clients(undefined)).toEqual({
+      statuses: [200, 429, 429],
+      warnings: ['ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY'],
+    })
+  })
+
+  it('trusting every proxy, a warning that any client can pick its key', async () => {
+    expect(await clients(true)).toEqual({
+      statuses: [200, 200, 429],
+      warnings: ['ERR_SLUICE_PERMISSIVE_TRUST_PROXY'],
+    })
+  })
+})
+
+describe('stacked @RateLimit', () => {
+  it('of one name, or both unnamed, or setting one option twice, throws where the class is defined', () => {
+    const define = (upper: RateLimitOptions, lower: RateLimitOptions) => () => {
+      class Twice {
+        @RateLimit(upper)
+        @RateLimit(lower)
+        handle() {}
+      }
+      return Twice
+    }
+    const advice =
+      '; put them in one @RateLimit({ policies: [...] }), or give each policy a name of its own'
+    expect(define({ name: 'a', limit: 1 }, { name: 'a', limit: 2 })).toThrow(
+      `@RateLimit: two on Twice.handle both state the policy "a"${advice}`,
+    )
+    expect(define({ limit: 1 }, { limit: 2, window: '1h' })).toThrow(
+      `@RateLimit: two on Twice.handle both state an unnamed policy (each would replace the module policy)${advice}`,
+    )
+    expect(define({ name: 'a', key: keys.global() }, { name: 'b', key: keys.ip() })).toThrow(
+      `@RateLimit: two on Twice.handle both set "key"${advice}`,
+    )
+    expect(define({ limit: () => 1 }, { name: 'b', limit: 2 })).toThrow(
+      `@RateLimit: two on Twice.handle where one picks its policies with a function${advice}`,
+    )
+  })
+})
+
+describe('limiters of decorated handlers', () => {
+  it('are built at startup, not in the first request (which would warn as made per request)', async () => {
+    const warnings = watchWarnings()
+    try {
+      const app = await nestApp('express', global())
+      await request(app.getHttpServer()).get('/strict').expect(200)
+      await request(app.getHttpServer()).get('/limited/own').expect(200)
+      await request(app.getHttpServer()).get('/pooled').expect(200)
+    } finally {
+      warnings.stop()
+    }
+    expect(warnings.given.map(([code]) => code)).toEqual([])
   })
 })
 

@@ -9,9 +9,16 @@ import {
 import { WsAdapter } from '@nestjs/platform-ws'
 import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets'
 import { ManualClock } from '@sluice/core'
+import { listen } from '@sluice/http/testing'
 import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { RateLimit, SkipRateLimit, SluiceGuard, SluiceModule } from '../src/index'
+import {
+  RateLimit,
+  SkipRateLimit,
+  SluiceGuard,
+  SluiceModule,
+  type SluiceModuleOptions,
+} from '../src/index'
 import { nestApp } from './app'
 
 /** Sends a gateway's WsException to a `ws` client (Nest's default filter only emits it locally). */
@@ -72,7 +79,52 @@ async function connect(port: number) {
   }
 }
 
+async function gatewayApp(options: SluiceModuleOptions) {
+  const app = await nestApp(
+    'express',
+    {
+      imports: [SluiceModule.forRoot({ clock: new ManualClock(), ...options })],
+      providers: [ChatGateway],
+    },
+    (app) => app.useWebSocketAdapter(new WsAdapter(app)),
+  )
+  await app.listen(0, '127.0.0.1')
+  const { port } = app.getHttpServer().address() as AddressInfo
+  return connect(port)
+}
+
 describe('SluiceGuard on a WebSocket gateway (@nestjs/platform-ws)', () => {
+  it("takes the module's dryRun: counts, publishes, refuses nothing", async () => {
+    const client = await gatewayApp({ limit: 1, window: '1m', dryRun: true })
+    const events = listen<{ policy: string; allowed: boolean }>('sluice:rate-limit')
+    try {
+      expect(await client.send('chat', 'a')).toEqual({ event: 'chat', data: 'a' })
+      expect(await client.send('chat', 'b')).toEqual({ event: 'chat', data: 'b' })
+      expect(await client.send('chat', 'c')).toEqual({ event: 'chat', data: 'c' })
+    } finally {
+      events.stop()
+      client.socket.close()
+    }
+    expect(events.events.map(({ policy, allowed }) => [policy, allowed])).toEqual([
+      ['1-per-1m', true],
+      ['1-per-1m', false],
+      ['1-per-1m', false],
+    ])
+  })
+
+  it("takes the module's block: a refused client waits out the block", async () => {
+    const client = await gatewayApp({ limit: 1, window: '1m', block: { for: '1h' } })
+    try {
+      expect(await client.send('chat', 'a')).toEqual({ event: 'chat', data: 'a' })
+      expect(await client.send('chat', 'b')).toEqual({
+        event: 'exception',
+        data: { status: 'error', message: 'Too Many Requests', retryAfterMs: 3_600_000 },
+      })
+    } finally {
+      client.socket.close()
+    }
+  })
+
   it('limits messages per client with the keyed limiter, and skips and overrides per handler', async () => {
     const app = await nestApp(
       'express',
