@@ -40,7 +40,7 @@ async function runOnNestJs10(): Promise<{ code: number; output: string; report: 
           '--reporter=json',
           `--outputFile=${outputFile}`,
         ],
-        { cwd: root, env, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 },
+        { cwd: root, env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 },
         (error, stdout, stderr) => {
           const exit = error === null ? 0 : typeof error.code === 'number' ? error.code : 1
           resolve({ code: exit, output: `${stdout}${stderr}` })
