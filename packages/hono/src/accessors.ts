@@ -46,10 +46,10 @@ function endpointRoute(c: Context): string | undefined {
 const CHECKS = ['xForwardedFor', 'clientAddress'] as const
 
 /**
- * The default `getIp` reads the peer of the connection: a proxy header is never trusted.
- * On Workers it is Cloudflare's own cf-connecting-ip, which already accounts for its
- * proxy (the edge adds X-Forwarded-For too): there the proxy is trusted, so the first
- * request ends the check.
+ * The default `getIp` reads the peer of the connection, never a proxy header. On Workers
+ * it is Cloudflare's own cf-connecting-ip, which already accounts for its proxy (the edge
+ * adds X-Forwarded-For too): there the proxy counts as trusted, and the first request
+ * ends the check.
  */
 const SOCKET_ADDRESS: ProxySetup<Context> = {
   checks: CHECKS,
