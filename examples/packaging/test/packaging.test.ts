@@ -312,9 +312,11 @@ const copy = join(work, 'repo')
 const tarballs = join(work, 'tarballs')
 const app = join(work, 'app')
 
+// Generous: the scratch copy holds two installs (tens of thousands of files), which took
+// over 30 s to remove on a machine busy with the other suites.
 afterAll(() => {
   rmSync(work, { recursive: true, force: true })
-})
+}, 300_000)
 
 beforeAll(async () => {
   // A clean checkout of the working tree: tracked and new files, nothing git ignores

@@ -1,20 +1,27 @@
-import diagnostics from 'node:diagnostics_channel'
 import type { Decision } from '@sluice/http'
 import type { RequestAccessors } from '@sluice/http/adapter'
-import { handlerDone, headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
+import { headerOf, type NodeAccessors, requestSignal } from '@sluice/http/node'
 import type { HookHandlerDoneFunction as Done, FastifyReply, FastifyRequest } from 'fastify'
 
 /** What `onLimited` is called with in Fastify. */
 export type OnLimited = (req: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown
 
+/** Each instance's `trustProxy`, found once: finding it takes microseconds. */
+const trustSettings = new WeakMap<object, unknown>()
+
 /**
  * Fastify's `trustProxy` option, which it keeps only among the options of the instance
  * (under its `fastify.options` symbol): no public API reports it.
  */
-function trustProxy(request: FastifyRequest): unknown {
-  for (let o: object | null = request.server; o !== null; o = Object.getPrototypeOf(o)) {
+function trustProxy({ server }: FastifyRequest): unknown {
+  if (!trustSettings.has(server)) trustSettings.set(server, optionsOf(server)?.trustProxy)
+  return trustSettings.get(server)
+}
+
+function optionsOf(server: object): { trustProxy?: unknown } | undefined {
+  for (let o: object | null = server; o !== null; o = Object.getPrototypeOf(o)) {
     const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
-    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]?.trustProxy
+    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]
   }
 }
 
@@ -37,11 +44,14 @@ export const fastifyRequest: RequestAccessors<FastifyRequest> = {
       noProxy: (watched) =>
         `Fastify's \`trustProxy\` is on, but none of the first ${watched} requests carried X-Forwarded-For: if no proxy is in front of the app, any client can send that header and choose its own rate-limit key. Turn \`trustProxy\` off, or check that the proxy sets the header.`,
     },
-    view: (request) => ({
-      trusted: Boolean(trustProxy(request)),
-      permissive: trustProxy(request) === true,
-      forwarded: request.headers['x-forwarded-for'] !== undefined,
-    }),
+    view: (request) => {
+      const setting = trustProxy(request)
+      return {
+        trusted: Boolean(setting),
+        permissive: setting === true,
+        forwarded: request.headers['x-forwarded-for'] !== undefined,
+      }
+    },
   },
 }
 
@@ -60,21 +70,4 @@ export const fastifyResponse: NodeAccessors<FastifyRequest, FastifyReply, Done> 
   },
   limited: (onLimited, request, reply, _done, decision) =>
     (onLimited as OnLimited)(request, reply, decision),
-}
-
-let watching = false
-
-/**
- * Tells `@sluice/http/node` when each route handler is done, which an `onRequest` hook
- * cannot see: Fastify publishes its handlers on the `fastify.request.handler` tracing
- * channel (`end` after a synchronous handler, `asyncEnd` once a promise settled). Only
- * subscribed once a bulkhead exists, so other apps pay nothing.
- */
-export function watchHandlers(): void {
-  if (watching) return
-  watching = true
-  const done = (trace: unknown) => handlerDone((trace as { reply: FastifyReply }).reply.raw)
-  const returned = (trace: unknown) => (trace as { async: boolean }).async || done(trace)
-  diagnostics.subscribe('tracing:fastify.request.handler:end', returned)
-  diagnostics.subscribe('tracing:fastify.request.handler:asyncEnd', done)
 }

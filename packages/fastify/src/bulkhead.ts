@@ -7,7 +7,8 @@ import type {
   FastifyRequest,
   onRequestHookHandler,
 } from 'fastify'
-import { fastifyRequest, fastifyResponse, type OnLimited, watchHandlers } from './accessors'
+import { fastifyRequest, fastifyResponse, type OnLimited } from './accessors'
+import { watchHandlers } from './handlers'
 
 /** Options of {@link bulkhead}: the options every sluice adapter shares, plus `onLimited`. */
 export interface BulkheadOptions extends HttpBulkheadOptions<FastifyRequest, FastifyReply> {

@@ -1,19 +1,11 @@
-import { readFunction } from '@sluice/core/validation'
 import type { ValidateOption as Checks, Decision } from '@sluice/http'
-import type { ProxySetup, RateLimitEngine, RequestAccessors } from '@sluice/http/adapter'
-import { type FetchAccessors, respond as respondFetch } from '@sluice/http/fetch'
-import { type NodeAccessors, respond as respondNode } from '@sluice/http/node'
+import type { ProxySetup, RequestAccessors } from '@sluice/http/adapter'
+import type { FetchAccessors } from '@sluice/http/fetch'
+import type { NodeAccessors } from '@sluice/http/node'
 import type { Context, MiddlewareHandler, Next } from 'hono'
 import { matchedRoutes } from 'hono/route'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import {
-  defaultIp,
-  defaultIpReady,
-  type GetIp,
-  nodeBindings,
-  onWorkers,
-  rawHeader,
-} from './client-address'
+import { type GetIp, nodeBindings, onWorkers, rawHeader } from './client-address'
 
 /** Stable codes of the one-time configuration warnings. */
 export type ValidationCode = 'ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY' | 'ERR_SLUICE_NO_CLIENT_ADDRESS'
@@ -54,9 +46,10 @@ function endpointRoute(c: Context): string | undefined {
 const CHECKS = ['xForwardedFor', 'clientAddress'] as const
 
 /**
- * The default `getIp` reads the peer of the connection: a proxy header is never trusted.
- * On Workers it is Cloudflare's own cf-connecting-ip, which already accounts for its
- * proxy (the edge adds X-Forwarded-For too).
+ * The default `getIp` reads the peer of the connection, never a proxy header. On Workers
+ * it is Cloudflare's own cf-connecting-ip, which already accounts for its proxy (the edge
+ * adds X-Forwarded-For too): there the proxy counts as trusted, and the first request
+ * ends the check.
  */
 const SOCKET_ADDRESS: ProxySetup<Context> = {
   checks: CHECKS,
@@ -67,9 +60,9 @@ const SOCKET_ADDRESS: ProxySetup<Context> = {
       'No client address: the runtime reported none (the request was not served by @hono/node-server, Bun.serve, Deno.serve or Cloudflare Workers; app.request() in a test has no connection) and no `getIp` was given, so every client shares one rate-limit key. Pass `getIp` reading the address where your runtime or proxy puts it.',
   },
   view: (c) => ({
-    trusted: false,
+    trusted: onWorkers(),
     permissive: false,
-    forwarded: !onWorkers() && rawHeader(c, 'x-forwarded-for') !== undefined,
+    forwarded: rawHeader(c, 'x-forwarded-for') !== undefined,
   }),
 }
 
@@ -77,7 +70,7 @@ const SOCKET_ADDRESS: ProxySetup<Context> = {
  * How `@sluice/http` reads a Hono context, with the client address from `getIp`. A given
  * `getIp` is the user's decision about proxies and runtimes: nothing is checked then.
  */
-function honoRequest(ip: GetIp, given: boolean): RequestAccessors<Context> {
+export function honoRequest(ip: GetIp, given: boolean): RequestAccessors<Context> {
   return {
     ip,
     method: (c) => c.req.method,
@@ -176,46 +169,4 @@ export const honoResponse: HonoAccessors = {
   },
   // Only Workers have an execution context; Hono's getter throws elsewhere.
   waitUntil: (c, work) => onWorkers() && c.executionCtx.waitUntil(work),
-}
-
-/** The client address a middleware reads: the user's `getIp`, or the runtime's peer. */
-interface ClientAddress {
-  readonly read: GetIp
-  /** Whether `getIp` was given (nothing then waits for the default reader to load). */
-  readonly given: boolean
-}
-
-/**
- * What an engine of `factory` is built with from a Hono middleware's options: the
- * address reader of its `getIp` (an own property, checked), and the accessors.
- */
-export function honoInit<O extends { getIp?: GetIp }>(options: O | undefined, factory: string) {
-  const own = typeof options === 'object' && options !== null && Object.hasOwn(options, 'getIp')
-  const getIp = readFunction(factory, 'getIp', own ? options.getIp : undefined)
-  const address: ClientAddress = { read: getIp ?? defaultIp, given: getIp !== undefined }
-  const request = honoRequest(address.read, address.given)
-  // validate also for a bulkhead: its key may read the client address, which can be missing.
-  const adapterOptions = ['getIp', 'validate']
-  const init = { options, request, response: honoResponse, factory, adapterOptions }
-  return { address, init }
-}
-
-/**
- * One request through an engine: once the default address reader is ready, answered by
- * `@sluice/http/node` under `@hono/node-server` and by `@sluice/http/fetch` elsewhere.
- */
-export async function answer(
-  address: ClientAddress,
-  engine: Pick<RateLimitEngine<Context, Context>, 'admit'>,
-  c: Context,
-  next: Next,
-): Promise<undefined> {
-  if (!address.given) {
-    const ready = defaultIpReady(c)
-    if (ready !== undefined) await ready
-  }
-  const admitted = engine.admit(c, c)
-  if (nodeBindings(c) === undefined) await respondFetch(admitted, c, c, next, honoResponse)
-  else await respondNode(admitted, c, c, next, honoResponse)
-  return undefined
 }

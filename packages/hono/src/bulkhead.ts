@@ -1,8 +1,9 @@
 import type { BulkheadOptions as HttpBulkheadOptions } from '@sluice/http'
 import { BulkheadEngine, type BulkheadHandles, withBulkheadHandles } from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import { answer, honoInit, type OnLimited, type ValidateOption } from './accessors'
+import type { OnLimited, ValidateOption } from './accessors'
 import type { GetIp } from './client-address'
+import { honoEngine } from './middleware'
 import type { RateLimitEnv } from './variables'
 
 /**
@@ -27,10 +28,9 @@ export function createBulkhead(
   options: BulkheadOptions | undefined,
   factory: string,
 ): BulkheadMiddleware {
-  const { address, init } = honoInit(options, factory)
-  const engine = new BulkheadEngine(init)
+  const { engine, handle } = honoEngine(BulkheadEngine, options, factory)
   function bulkhead(c: Context<RateLimitEnv>, next: Next): Promise<undefined> {
-    return answer(address, engine, c as Context, next)
+    return handle(c as Context, next)
   }
   return withBulkheadHandles(bulkhead, engine)
 }

@@ -1,8 +1,9 @@
 import type { RateLimitOptions as HttpRateLimitOptions } from '@sluice/http'
 import { RateLimitEngine, type RateLimitHandles, withRateLimitHandles } from '@sluice/http/adapter'
 import type { Context, MiddlewareHandler, Next } from 'hono'
-import { answer, honoInit, type OnLimited, type ValidateOption } from './accessors'
+import type { OnLimited, ValidateOption } from './accessors'
 import type { GetIp } from './client-address'
+import { honoEngine } from './middleware'
 import type { RateLimitEnv } from './variables'
 
 /**
@@ -36,10 +37,9 @@ export function createRateLimit(
   options: RateLimitOptions | undefined,
   factory: string,
 ): RateLimitMiddleware {
-  const { address, init } = honoInit(options, factory)
-  const engine = new RateLimitEngine(init)
+  const { engine, handle } = honoEngine(RateLimitEngine, options, factory)
   function rateLimit(c: Context<RateLimitEnv>, next: Next): Promise<undefined> {
-    return answer(address, engine, c as Context, next)
+    return handle(c as Context, next)
   }
   return withRateLimitHandles(rateLimit, engine)
 }

@@ -74,7 +74,12 @@ export interface ProxySetup<Req> {
    */
   readonly checks?: readonly ProxyCheckName[]
   readonly texts: Partial<ProxyTexts>
-  /** One request's proxy setup; without it only `clientAddress` can be checked. */
+  /**
+   * One request's proxy setup; without it only `clientAddress` can be checked. Called per
+   * request only while something is left to report: with proxies trusted, until a proxy
+   * header came (100 requests at most); without, until one comes, which may be never. So
+   * keep it cheap: read a setting that lives on the server once, not per request.
+   */
   view?(req: Req): ProxyView
 }
 

@@ -34,9 +34,8 @@ export type ProxyWarningCode =
   | 'ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY'
 
 /**
- * Resolves a `validate` option into the set of checks to run. An adapter deletes a check
- * from the set once it has looked at it, so each suspicious setup is reported at most once
- * and a quiet middleware pays for one `size` test per request.
+ * Resolves a `validate` option into the set of checks to run. A check is deleted from the
+ * set once it has been looked at, so each suspicious setup is reported at most once.
  *
  * @example
  * ```ts

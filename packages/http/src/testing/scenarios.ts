@@ -1674,6 +1674,101 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
       })
     })
 
+    describe('a failing onLimited, sync or async', () => {
+      const failure = new Error('onLimited failed')
+      const failing = {
+        throws: () => {
+          throw failure
+        },
+        rejects: () => Promise.reject(failure),
+      }
+      for (const [how, onLimited] of Object.entries(failing)) {
+        it(`rate limit: an onLimited that ${how} is a 500 from the framework's error handling; no permit is lost`, async () => {
+          const { clock, store } = manual()
+          const errors: unknown[] = []
+          const app = oneRoute({
+            policies: [
+              { limit: 1, window: '1m' },
+              { limit: 10, window: '1h' },
+            ],
+            key: keys.global(),
+            clock,
+            store,
+            onLimited,
+          } as RateLimitOptions)
+          const server = await serve({ ...app, onError: (error) => errors.push(error) })
+          expect(await statuses(server, '/', 3)).toEqual([200, 500, 500])
+          expect(errors).toEqual([failure, failure])
+          // The refusals took nothing from the hourly budget: only the first request counts.
+          const limiter = server.middleware?.(app.routes[0]!.use![0]!) as {
+            get(key: string): Promise<unknown>
+          }
+          expect(await limiter.get('global')).toEqual([
+            { policy: '1-per-1m', limit: 1, remaining: 0, resetMs: 66_000 },
+            { policy: '10-per-1h', limit: 10, remaining: 9, resetMs: 3_960_000 },
+          ])
+        })
+
+        it(`bulkhead: an onLimited that ${how} is a 500 from the framework's error handling; the slot stays with its holder`, async () => {
+          const store = memoryStore()
+          const work = gate()
+          const errors: unknown[] = []
+          const server = await serve({
+            onError: (error) => errors.push(error),
+            routes: [
+              {
+                method: 'get',
+                path: '/work',
+                use: [{ bulkhead: { max: 1, store, onLimited } as BulkheadOptions }],
+                handler: { kind: 'hold', gate: work },
+              },
+            ],
+          })
+          const first = start(server, '/work')
+          await until(() => work.arrived === 1, 'the first request holds the slot')
+          expect(await statuses(server, '/work', 2)).toEqual([500, 500])
+          expect(errors).toEqual([failure, failure])
+          expect(store.inFlight).toBe(1)
+          work.open()
+          expect((await first.replied).status).toBe(200)
+          await until(() => store.inFlight === 0, 'the slot is released')
+          expect((await send(server, '/work')).status).toBe(200)
+          await until(() => store.inFlight === 0, 'the next slot is released')
+        })
+
+        it(`a bulkhead ahead of a rate limit whose onLimited ${how}: the 500 frees the bulkhead's slot`, async () => {
+          const { clock, store } = manual()
+          const slots = memoryStore()
+          const limited = {
+            limit: 1,
+            window: '1m',
+            key: keys.global(),
+            clock,
+            store,
+            onLimited,
+          } as RateLimitOptions
+          const server = await serve({
+            onError: () => {},
+            routes: [
+              {
+                method: 'get',
+                path: '/',
+                use: [{ bulkhead: { max: 1, store: slots } }, { rateLimit: limited }],
+                handler: { kind: 'json' },
+              },
+            ],
+          })
+          expect((await send(server, '/')).status).toBe(200)
+          for (let i = 0; i < 2; i++) {
+            await until(() => slots.inFlight === 0, "the bulkhead's slot is released")
+            // A slot still held would make this a 503 from the full bulkhead.
+            expect((await send(server, '/')).status).toBe(500)
+          }
+          await until(() => slots.inFlight === 0, "the bulkhead's last slot is released")
+        })
+      }
+    })
+
     describe('operating limits (issue 15)', () => {
       it('dryRun: nothing is refused; the decision and events say what would have been', async () => {
         const { clock, store } = manual()
