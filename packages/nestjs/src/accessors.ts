@@ -62,14 +62,23 @@ export const incoming = (req: NestRequest) => (req.raw ?? req) as IncomingMessag
 /** The Node response behind either platform's response. */
 export const outgoing = (res: NestResponse) => (res.raw ?? res) as ServerResponse
 
+/** Each Fastify instance's `trustProxy`, found once: finding it takes microseconds. */
+const trustSettings = new WeakMap<object, unknown>()
+
 /**
  * Fastify's `trustProxy` option, which it keeps only among the options of the instance
  * (under its `fastify.options` symbol): no public API reports it.
  */
-function fastifyTrustProxy(request: NestRequest): unknown {
-  for (let o: object | null = request.server ?? null; o !== null; o = Object.getPrototypeOf(o)) {
+function fastifyTrustProxy({ server }: NestRequest): unknown {
+  if (server === undefined) return undefined
+  if (!trustSettings.has(server)) trustSettings.set(server, fastifyOptionsOf(server)?.trustProxy)
+  return trustSettings.get(server)
+}
+
+function fastifyOptionsOf(server: object): { trustProxy?: unknown } | undefined {
+  for (let o: object | null = server; o !== null; o = Object.getPrototypeOf(o)) {
     const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
-    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]?.trustProxy
+    if (key !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[key]
   }
 }
 

@@ -47,6 +47,9 @@ import type { Platform } from './app'
  * Scenarios that test what a guard does not do, by title, with the reason. The rest run
  * as they do for every adapter.
  */
+const ONLIMITED_IS_AN_EXCEPTION_FILTER =
+  "`onLimited` is not an option of the guard: a refusal is an exception, which Nest's exception filters answer (the guard refuses `onLimited` by name at startup)"
+
 const NOT_APPLICABLE: Record<string, string> = {
   "'draft-8' on a refusal, with Retry-After rounded up and the default body":
     "a refusal's body is Nest's exception body ({ statusCode: 429, message }), not the text 'Too Many Requests'; the headers are checked by guard.test.ts",
@@ -58,6 +61,14 @@ const NOT_APPLICABLE: Record<string, string> = {
     "it expects the events to name the factory `rateLimit`; here the options are SluiceModule.forRoot's, whose name they carry (guard.test.ts checks this case)",
   'a factory handed to the framework uncalled fails saying so':
     'Nest has no middleware factory to hand over uncalled: guards are classes Nest builds',
+  "rate limit: an onLimited that throws is a 500 from the framework's error handling; no permit is lost":
+    ONLIMITED_IS_AN_EXCEPTION_FILTER,
+  "rate limit: an onLimited that rejects is a 500 from the framework's error handling; no permit is lost":
+    ONLIMITED_IS_AN_EXCEPTION_FILTER,
+  "bulkhead: an onLimited that throws is a 500 from the framework's error handling; the slot stays with its holder":
+    ONLIMITED_IS_AN_EXCEPTION_FILTER,
+  "bulkhead: an onLimited that rejects is a 500 from the framework's error handling; the slot stays with its holder":
+    ONLIMITED_IS_AN_EXCEPTION_FILTER,
 }
 
 type Request = NestRequest & { rateLimit?: unknown; bulkhead?: { signal: AbortSignal } }
