@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '28327cae5a23f9c3ed3ea855012dddb79ec0f5af',
+  sha: 'b66a53c9afe137479a3f9e8b7468ead6fde9fe61',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -436,8 +436,8 @@ if NEEDS.f then
   end
   -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
   -- says: the kernel's carry. The old window's count u of now moves into the new window of
-  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
-  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt
+  -- u - L above the old limit stays the same: u + L' - L).
   function FIXED.carry(s, from, mode)
     local used = counted(from)
     local delta = s.limit - from.limit
@@ -448,7 +448,7 @@ if NEEDS.f then
       elseif mode == 'as-is' then
         count = used + delta
         if count < 0 then count = 0 end
-      elseif used > from.limit and delta > 0 then
+      elseif used > from.limit then
         count = used + delta
       else
         count = used
@@ -1221,7 +1221,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '39905e41dd0abe499dc9425c8df37c9748c69b0a',
+  sha: 'ebe28a0a636fed6496ea879b871b41b5104a8b95',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -2060,7 +2060,7 @@ if NEEDS.s then
   -- current slot), so no permit stops counting earlier; then the total moves by mode:
   -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
   -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
-  -- count and shifts a debt like as-is when the limit rises.
+  -- count and shifts a debt like as-is (the debt u - L stays, paid at the same instant).
   function SLIDING.carry(s, from, mode)
     s.ring = s.slots + 1
     s.c = {}
@@ -2083,7 +2083,7 @@ if NEEDS.s then
     local oldLimit = from.limit
     local delta = s.limit - oldLimit
     local shift = 0
-    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit) then shift = delta end
     if mode == 'proportional' then
       local before, sum = 0, 0
       for i = 1, #counts do
@@ -2218,8 +2218,8 @@ if NEEDS.f then
   end
   -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
   -- says: the kernel's carry. The old window's count u of now moves into the new window of
-  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
-  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt
+  -- u - L above the old limit stays the same: u + L' - L).
   function FIXED.carry(s, from, mode)
     local used = counted(from)
     local delta = s.limit - from.limit
@@ -2230,7 +2230,7 @@ if NEEDS.f then
       elseif mode == 'as-is' then
         count = used + delta
         if count < 0 then count = 0 end
-      elseif used > from.limit and delta > 0 then
+      elseif used > from.limit then
         count = used + delta
       else
         count = used
@@ -2416,7 +2416,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '716052088b97251e6b4586a0003de6b4be050904',
+  sha: 'f711049ba5ab3624e582140ceb07b70be21e580e',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2948,7 +2948,7 @@ if NEEDS.s then
   -- current slot), so no permit stops counting earlier; then the total moves by mode:
   -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
   -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
-  -- count and shifts a debt like as-is when the limit rises.
+  -- count and shifts a debt like as-is (the debt u - L stays, paid at the same instant).
   function SLIDING.carry(s, from, mode)
     s.ring = s.slots + 1
     s.c = {}
@@ -2971,7 +2971,7 @@ if NEEDS.s then
     local oldLimit = from.limit
     local delta = s.limit - oldLimit
     local shift = 0
-    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit) then shift = delta end
     if mode == 'proportional' then
       local before, sum = 0, 0
       for i = 1, #counts do
