@@ -32,6 +32,11 @@ export const SUB_BENCHES: readonly SubBench[] = [
   },
   { title: 'Quota leases on Redis (issue 27)', script: 'leases/main.ts', args: ['3'] },
   {
+    title: 'Live reconfiguration: a decision once nothing changes (issue 28)',
+    script: 'reconfigure/main.ts',
+    args: ['7', '2'],
+  },
+  {
     title: 'Cluster store, 4 workers (issue 27)',
     script: 'cluster/main.ts',
     env: { BENCH_CLUSTER_SECONDS: '3' },

@@ -383,7 +383,7 @@ const claims = new WeakMap<object, Map<string, { policy: Policy; owner: string }
 export function checkCarries(store: Store, method: string): void {
   if (store.carries === true) return
   throw new TypeError(
-    `${method}: this store keeps each spec's state apart (by name and spec) and cannot carry it over to a new spec, so reconfiguring would start every key afresh; use a store that carries state (memory, Durable Objects, Deno KV) or build a new limiter under another name`,
+    `${method}: this store keeps each spec's state apart (by name and spec) and cannot carry it over to a new spec, so reconfiguring would start every key afresh; use a store that carries state (memory, Redis, Durable Objects, Deno KV, the cluster store) or build a new limiter under another name`,
   )
 }
 

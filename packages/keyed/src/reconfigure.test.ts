@@ -12,11 +12,12 @@ import { memoryStore } from './memory-store'
 describe('keyedLimiter.reconfigure on a memory store', () => {
   describe('token bucket: existing debt stays owed (Guava: 2 per second, acquire(10), then 1 per second)', () => {
     it.each([
-      // mode, wait for the next permit at 0, refused at 5999, admitted at
+      // mode, wait for the next permit at 0, refused at 5999, admitted at. At 2 per
+      // second the 20 permits taken are paid off at 20 · 500 ms − the capacity's
+      // 10 · 500 ms = 5 s, in every mode but reset; then 1 per second: 5 s + 1 s = 6 s.
       ['proportional', 6000, 6000],
       ['as-is', 6000, 6000],
-      // Every permit owed still counts, at the new rate: 10 s of debt, not 5.
-      ['additive', 11_000, 11_000],
+      ['additive', 6000, 6000],
       ['reset', 0, 0],
     ] as const)('%s: the next caller waits %d ms', (carry, wait, admittedAt) => {
       const clock = new ManualClock()

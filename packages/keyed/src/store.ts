@@ -129,8 +129,8 @@ export interface TakeBuffer {
 export interface Store {
   /**
    * True for a store that keeps a policy's state by name (`Policy.state`) and carries it
-   * over to a changed spec of the same algorithm on the next touch (memory, Durable
-   * Objects, Deno KV). A store without it keeps each spec's state apart (`Policy.id`): one
+   * over to a changed spec of the same algorithm on the next touch (memory, Redis, Durable
+   * Objects, Deno KV, the cluster store). A store without it keeps each spec's state apart (`Policy.id`): one
    * name may then stand for one spec only, and `reconfigure` is refused (a new spec would
    * start every key afresh).
    */

@@ -23,7 +23,7 @@ export interface PolicyPlan {
   /** What follows the client key's tag in the name of this policy's key. */
   readonly suffix: string
   readonly concurrency: boolean
-  /** The policy's twelve arguments to the general script. */
+  /** The policy's thirteen arguments to the general script. */
   readonly general: readonly string[]
   /** The one-policy script that takes for it, when there is one, and its arguments after time and cost. */
   readonly single: { readonly script: Script; readonly args: readonly string[] } | undefined
@@ -37,7 +37,7 @@ export interface PolicyPlan {
  *
  * @example
  * ```ts
- * planPolicy(policy, 60_000).general // ['f', '100', '60000000', '0', '0', '0', '0', '0', '0', '60000', '0', '0']
+ * planPolicy(policy, 60_000).general // ['f', '100', '60000000', '0', '0', '0', '0', '0', '0', '60000', '0', '0', 'proportional']
  * ```
  */
 export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
@@ -48,7 +48,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
       policy,
       suffix,
       concurrency: true,
-      general: ['c', spec.max, leaseTtlMs, 0, 0, 0, 0, 0, 0, 0, 0, 0].map(String),
+      general: ['c', spec.max, leaseTtlMs, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0].map(String),
       single: undefined,
     }
   }
@@ -97,12 +97,10 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
         `redisStore: policy "${policy.name}" has an unknown algorithm ${JSON.stringify((spec as { algorithm: unknown }).algorithm)}`,
       )
   }
-  const padded: (number | string)[] = [...params, ...new Array<number>(8 - params.length).fill(0)]
-  // A window's state carries over to a changed spec of its name (lib/record.lua): the
-  // mode travels last of its eight numbers, and after the one-policy script's.
-  const windowed = script === FIXED_WINDOW || script === SLIDING_WINDOW
+  const padded = [...params, ...new Array<number>(8 - params.length).fill(0)]
+  // The state carries over to a changed spec of its name (lib/record.lua): the mode travels
+  // last, in the general script's arguments and in the one-policy script's.
   const carry = policy.carry ?? 'proportional'
-  if (windowed) padded[7] = carry
   return {
     policy,
     suffix,
@@ -111,6 +109,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
       spec.algorithm === 'fixed-window' ? 'f' : spec.algorithm === 'sliding-window' ? 's' : 'g',
       ...padded,
       ...penalty,
+      carry,
     ].map(String),
     // A penalty counts refusals: the general script.
     single:
@@ -122,7 +121,7 @@ export function planPolicy(policy: Policy, leaseTtlMs: number): PolicyPlan {
             args: [
               ...(script === GCRA ? [...params.slice(0, 6), params[7]!] : params),
               policy.windowMs,
-              ...(windowed ? [carry] : []),
+              carry,
             ].map(String),
           },
   }

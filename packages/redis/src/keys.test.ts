@@ -73,8 +73,9 @@ describe('stateKey', () => {
     expect(stateKey('p:', 'ip', after)).toBe(stateKey('p:', 'ip', before))
   })
 
-  it('keys a bucket by its whole spec: its state is not carried on Redis yet', () => {
-    expect(stateKey('p:', 'ip', bucket('api', 5))).not.toBe(stateKey('p:', 'ip', bucket('api', 6)))
+  it('keys a bucket by name and algorithm too: its state carries over as a window’s does', () => {
+    expect(stateKey('p:', 'ip', bucket('api', 5))).toBe(stateKey('p:', 'ip', bucket('api', 6)))
+    expect(stateKey('p:', 'ip', bucket('api', 5))).not.toBe(stateKey('p:', 'ip', named('api')))
   })
 
   it('gives every policy of one client key the same hash tag, whatever the key holds', () => {

@@ -35,45 +35,31 @@ export function keyTag(prefix: string, clientKey: string): string {
 /**
  * The layout of the values the scripts keep, in every key's name: values of an earlier
  * layout are never read (they sit under other names, and expire on their own). v3 keys a
- * window's state by its policy's name and algorithm and keeps the spec beside it (so a
- * changed spec carries the state over) and a bulkhead's slots by name (a changed `max`
- * needs no conversion: each take checks its own); a v2 value is not carried: the change to
- * v3 is a one-time fresh start.
+ * policy's state by its name and algorithm and keeps the spec beside it, so a changed spec
+ * carries the state over (a bulkhead's slots need no conversion: each take checks its own
+ * `max`). A v2 value is not carried: the change to v3 is a one-time fresh start, and so is
+ * the move of token, leaky and warm-up buckets from keys named by their whole spec to
+ * keys named by name and algorithm (no value was ever written under those names before).
  */
 const LAYOUT = 'v3'
 
 /**
- * Whether this policy's state is shared by every spec of its name: fixed and sliding
- * windows (the scripts port the kernels' `carry`) and concurrency (the slots held, checked
- * against each take's own `max`). Token, leaky and warm-up buckets keep each spec's state
- * apart, under the whole spec: their carry is not ported to Lua yet.
- */
-export function carriesState(policy: Pick<Policy, 'spec'>): boolean {
-  const { algorithm } = policy.spec
-  return (
-    algorithm === 'fixed-window' || algorithm === 'sliding-window' || algorithm === 'concurrency'
-  )
-}
-
-/**
  * What follows the tag for one policy: `:v3:<digest>`, the layout version, then ten
  * base64url characters of the SHA-256 of what the policy's state belongs to: its name and
- * algorithm (`Policy.state`) for a window, which keeps its spec beside the state and
- * carries it over to a changed spec; its name and every number of its spec (`Policy.id`)
- * otherwise. State never belongs to a name alone across algorithms (issue 10: two unnamed
- * middlewares once shared `prefix{ip}:default`), and the digest keeps every key name
- * short, however long the name (a default name such as
- * `100-per-1m-token-bucket-burst-20` would be stored once per client key): {@link stateKey}
- * finds a policy's key.
+ * algorithm (`Policy.state`). The value keeps the spec beside the state and carries it
+ * over to a changed spec of the name (lib/record.lua). State never belongs to a name alone
+ * across algorithms (issue 10: two unnamed middlewares once shared `prefix{ip}:default`),
+ * and the digest keeps every key name short, however long the name (a default name such
+ * as `100-per-1m-token-bucket-burst-20` would be stored once per client key):
+ * {@link stateKey} finds a policy's key.
  *
  * @example
  * ```ts
  * policySuffix(policy) // ':v3:Qm9sZGx5Xz'
  * ```
  */
-export function policySuffix(policy: Pick<Policy, 'id' | 'state' | 'spec'>): string {
-  const owner = carriesState(policy) ? policy.state : policy.id
-  return `:${LAYOUT}:${createHash('sha256').update(owner).digest('base64url').slice(0, 10)}`
+export function policySuffix(policy: Pick<Policy, 'state'>): string {
+  return `:${LAYOUT}:${createHash('sha256').update(policy.state).digest('base64url').slice(0, 10)}`
 }
 
 /**
@@ -85,10 +71,6 @@ export function policySuffix(policy: Pick<Policy, 'id' | 'state' | 'spec'>): str
  * stateKey('sluice:', '203.0.113.7', policy) // 'sluice:{203.0.113.7}:v3:3kTq0AZpXc'
  * ```
  */
-export function stateKey(
-  prefix: string,
-  clientKey: string,
-  policy: Pick<Policy, 'id' | 'state' | 'spec'>,
-): string {
+export function stateKey(prefix: string, clientKey: string, policy: Pick<Policy, 'state'>): string {
   return keyTag(prefix, clientKey) + policySuffix(policy)
 }

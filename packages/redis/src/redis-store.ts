@@ -110,6 +110,12 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
 }
 
 class RedisBackedStore implements RedisStore {
+  /**
+   * A policy's state is keyed by its name and algorithm, with the spec that wrote it kept
+   * beside it: the scripts carry it over to a changed spec on the key's next touch
+   * (lib/record.lua), so `reconfigure` is allowed.
+   */
+  readonly carries = true
   readonly #prefix: string
   readonly #leaseTtlMs: number
   /** How often releases that wait for Redis are sent again. */

@@ -11,7 +11,7 @@ export interface Script {
 /** src/lua/fixed-window.lua */
 export const FIXED_WINDOW: Script = {
   name: 'fixed-window',
-  sha: '28327cae5a23f9c3ed3ea855012dddb79ec0f5af',
+  sha: '003098e839e0d08b0afe3fdacec315f4fb3513b0',
   source: `-- One take from one fixed-window policy without a penalty: the common case, in the fewest
 -- Redis calls (GET, and SET when admitted).
 --
@@ -191,8 +191,8 @@ local function mulDivCeil(a, b, d)
   return q
 end
 -- A time-based policy's value for one client key, one Redis string of little-endian
--- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
--- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- doubles: the expiry it was written with (Unix ms), the spec it was written under (see
+-- readRecord), the kernel's state (see each algorithm's read), then, when the key has strikes or a block, its penalty: the
 -- refusals counted since \`since\`, the end of its block, and until when they are kept,
 -- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
@@ -207,12 +207,13 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
--- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
--- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
--- key is the policy's name and algorithm, so a value written under another spec of the
--- name is carried over into this one here, as s.carryMode says, and written back
--- (s.dirty): the next call finds its own spec, one string compare.
+-- Reads \`v\` (false: no key, a fresh state) into s. A value keeps the spec it was written
+-- under beside the state, after the expiry: a window's limit, window us, slots (0 for a
+-- fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint); a
+-- bucket's as GCRA.header lays them out. The key is the policy's name and algorithm, so a
+-- value written under another spec of the name is carried over into this one here, as
+-- s.carryMode says, and written back (s.dirty): the next call finds its own spec, one
+-- string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
@@ -221,13 +222,22 @@ local function readRecord(s, v)
   local carried = false
   s.header = ''
   if s.alg.carry then
-    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if s.alg.header then
+      s.header = s.alg.header(s)
+    else
+      s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    end
     if v then
-      at = 49
-      local stored = string.sub(v, 9, 48)
+      at = 9 + #s.header
+      local stored = string.sub(v, 9, at - 1)
       if stored ~= s.header then
-        local from = {}
-        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        local from
+        if s.alg.spec then
+          from = s.alg.spec(stored)
+        else
+          from = {}
+          from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        end
         at = s.alg.read(from, v, at)
         s.alg.carry(s, from, s.carryMode)
         s.dirty = true
@@ -436,8 +446,8 @@ if NEEDS.f then
   end
   -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
   -- says: the kernel's carry. The old window's count u of now moves into the new window of
-  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
-  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt
+  -- u - L above the old limit stays the same: u + L' - L).
   function FIXED.carry(s, from, mode)
     local used = counted(from)
     local delta = s.limit - from.limit
@@ -448,7 +458,7 @@ if NEEDS.f then
       elseif mode == 'as-is' then
         count = used + delta
         if count < 0 then count = 0 end
-      elseif used > from.limit and delta > 0 then
+      elseif used > from.limit then
         count = used + delta
       else
         count = used
@@ -485,13 +495,14 @@ return reply
 /** src/lua/gcra.lua */
 export const GCRA: Script = {
   name: 'gcra',
-  sha: '38893a1a955fa193c2638a11bcd092646d0ccec0',
+  sha: 'e68b92a3245956bb36bd315337aed13a889ad23b',
   source: `-- One take from one token-bucket or leaky-bucket policy without a penalty: the common
 -- case, in the fewest Redis calls (GET, and SET when admitted).
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
 -- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
---          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window
+--          (ms), carry mode
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
@@ -518,14 +529,22 @@ local key = KEYS[1]
 local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
 local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
 local v = redis.call('GET', key)
+-- The spec the value keeps beside its state (GCRA.header): equal, nothing to carry.
+local HEADER = spack('<dddddd', limit, window, capacity, 0, 0, 0)
 
--- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- A take on a key under this spec, without strikes or a block, whose numbers stay below
+-- 2^53: inline, as
 -- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
 -- is most of a script's cost). Anything else, below, through the port.
 do
   local expiry, at, frac = 0, -INF, 0
   if v then
-    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
+    if #v == 72 and string.sub(v, 9, 56) == HEADER then
+      expiry = sunpack('<d', v)
+      at, frac = sunpack('<dd', v, 57)
+    else
+      at = nil
+    end
   end
   local l, w = limit / gcd, window / gcd
   local product = cost * w
@@ -586,12 +605,13 @@ do
         local needed = ceil(receipt / 1000)
         if v and needed <= expiry then
           -- Its expiry still covers it: only tat changes.
-          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+          redis.call('SETRANGE', key, '56', spack('<dd', a, f))
         elseif TESTING then
-          redis.call('SET', key, spack('<ddd', INF, a, f))
+          redis.call('SET', key, spack('<d', INF) .. HEADER .. spack('<dd', a, f))
         else
           expiry = needed + ARGV[8]
-          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+          redis.call('SET', key, spack('<d', expiry) .. HEADER .. spack('<dd', a, f), 'PXAT',
+            string.format('%d', expiry))
         end
         return {1, available, reset, 0, receipt, 0}
       end
@@ -710,8 +730,8 @@ local function mulDivCeil(a, b, d)
   return q
 end
 -- A time-based policy's value for one client key, one Redis string of little-endian
--- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
--- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- doubles: the expiry it was written with (Unix ms), the spec it was written under (see
+-- readRecord), the kernel's state (see each algorithm's read), then, when the key has strikes or a block, its penalty: the
 -- refusals counted since \`since\`, the end of its block, and until when they are kept,
 -- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
@@ -726,12 +746,13 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
--- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
--- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
--- key is the policy's name and algorithm, so a value written under another spec of the
--- name is carried over into this one here, as s.carryMode says, and written back
--- (s.dirty): the next call finds its own spec, one string compare.
+-- Reads \`v\` (false: no key, a fresh state) into s. A value keeps the spec it was written
+-- under beside the state, after the expiry: a window's limit, window us, slots (0 for a
+-- fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint); a
+-- bucket's as GCRA.header lays them out. The key is the policy's name and algorithm, so a
+-- value written under another spec of the name is carried over into this one here, as
+-- s.carryMode says, and written back (s.dirty): the next call finds its own spec, one
+-- string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
@@ -740,13 +761,22 @@ local function readRecord(s, v)
   local carried = false
   s.header = ''
   if s.alg.carry then
-    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if s.alg.header then
+      s.header = s.alg.header(s)
+    else
+      s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    end
     if v then
-      at = 49
-      local stored = string.sub(v, 9, 48)
+      at = 9 + #s.header
+      local stored = string.sub(v, 9, at - 1)
       if stored ~= s.header then
-        local from = {}
-        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        local from
+        if s.alg.spec then
+          from = s.alg.spec(stored)
+        else
+          from = {}
+          from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        end
         at = s.alg.read(from, v, at)
         s.alg.carry(s, from, s.carryMode)
         s.dirty = true
@@ -875,15 +905,16 @@ end
 -- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
 -- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
 -- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
--- created. In the value: at, frac, then created for warm-up.
+-- created. In the value: the spec it was written under (GCRA.header), at, frac, then
+-- created for warm-up.
 --
 -- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
 -- warm-up): making functions is much of what a script costs per call.
 local GCRA = {}
 if NEEDS.g then
-  -- Warm-up's own, made for NEEDS.w.
+  -- Warm-up's own, made for NEEDS.w, or by a carry from a warm-up spec.
   local interval, tolerance, warmFits, estimate
-  if NEEDS.w then
+  local function makeWarmUp()
     -- The interval at age \`age\` (us), in ticks.
     interval = function(s, age)
       if age >= s.warmUp then return s.window end
@@ -946,6 +977,7 @@ if NEEDS.g then
       return from
     end
   end
+  if NEEDS.w then makeWarmUp() end
 
   function GCRA.read(s, v, at)
     s.at, s.frac, s.created = -INF, 0, -INF
@@ -1195,10 +1227,190 @@ if NEEDS.g then
     if not allowed then retry = GCRA.wait(s, cost) end
     return available, reset, retry
   end
+
+  -- The spec a value keeps beside its state (lib/record.lua): limit, window us, capacity,
+  -- warm-up us, penalty ms, refusals before it (the numbers of Policy.fingerprint).
+  function GCRA.header(s)
+    return spack('<dddddd', s.limit, s.window, s.capacity, s.warmUp, s.blockFor or 0, s.after or 0)
+  end
+
+  -- The spec \`stored\` (a header) was written under, with what read needs worked out as the
+  -- store's codec does: tau (whole us and ticks) and the gcd of limit and window.
+  function GCRA.spec(stored)
+    local from = {}
+    from.limit, from.window, from.capacity, from.warmUp = sunpack('<dddd', stored)
+    from.tauUs, from.tauTicks = mulDivMod(from.capacity, from.window, from.limit)
+    local a, b = from.limit, from.window
+    while b ~= 0 do a, b = b, math.fmod(a, b) end
+    from.gcd = a
+    return from
+  end
+
+  -- Carries the state \`from\` (read under the old spec) over into s, as mode says: a port of
+  -- the kernel's carry (gcra/kernel.ts), in the same exact integers. With D = tat - now
+  -- ahead and the available permits A = (tau - D) / T: a key in debt (D > tau) keeps the
+  -- instant it is paid off, tat - tau, in every mode but reset, and gets the new tau from
+  -- there; a key in credit gets the mode's A' (proportional A x K'/K, as-is min(A, K'),
+  -- additive A + K' - K, below 0 a debt) as D' = tau' - A' x T', rounded up to a tick of
+  -- the new spec. A fresh key stays fresh; a warm-up key keeps its age.
+  function GCRA.carry(s, from, mode)
+    GCRA.read(s, false, 0)
+    if from.warmUp > 0 and interval == nil then makeWarmUp() end
+    local t = NOW
+    local created = t
+    if from.warmUp > 0 then created = from.created end
+    s.created = from.created
+    if mode == 'reset' or from.at < t or (from.at == t and from.frac == 0) then return end
+    -- Nonnegative integers past 2^53 (the kernel's BigInts): little-endian limbs of 24
+    -- bits, so a limb product and its carries stay exact doubles. Made only here: a carry
+    -- is once per key and spec change.
+    local B = 16777216
+    local function trim(a)
+      while #a > 0 and a[#a] == 0 do a[#a] = nil end
+      return a
+    end
+    local function big(n)
+      local a = {}
+      while n > 0 do
+        local q = floor(n / B)
+        a[#a + 1] = n - q * B
+        n = q
+      end
+      return a
+    end
+    local function add(a, b)
+      local c, carry = {}, 0
+      local n = #a
+      if #b > n then n = #b end
+      for i = 1, n do
+        local x = (a[i] or 0) + (b[i] or 0) + carry
+        if x >= B then
+          c[i], carry = x - B, 1
+        else
+          c[i], carry = x, 0
+        end
+      end
+      if carry > 0 then c[n + 1] = carry end
+      return c
+    end
+    -- a - b, for a >= b.
+    local function sub(a, b)
+      local c, borrow = {}, 0
+      for i = 1, #a do
+        local x = a[i] - (b[i] or 0) - borrow
+        if x < 0 then
+          c[i], borrow = x + B, 1
+        else
+          c[i], borrow = x, 0
+        end
+      end
+      return trim(c)
+    end
+    local function mul(a, b)
+      local c = {}
+      for i = 1, #a + #b do c[i] = 0 end
+      for i = 1, #a do
+        local carry = 0
+        for j = 1, #b do
+          local x = c[i + j - 1] + a[i] * b[j] + carry
+          carry = floor(x / B)
+          c[i + j - 1] = x - carry * B
+        end
+        local k = i + #b
+        while carry > 0 do
+          local x = c[k] + carry
+          carry = floor(x / B)
+          c[k] = x - carry * B
+          k = k + 1
+        end
+      end
+      return trim(c)
+    end
+    local function cmp(a, b)
+      if #a ~= #b then return #a < #b and -1 or 1 end
+      for i = #a, 1, -1 do
+        if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
+      end
+      return 0
+    end
+    -- floor(a / d) and the remainder, for a safe integer d >= 1.
+    local function divmod(a, d)
+      local q, r = {}, 0
+      for i = #a, 1, -1 do q[i], r = mulAddDivMod(r, B, a[i], d) end
+      return trim(q), r
+    end
+    local function ceilDiv(a, d)
+      local q, r = divmod(a, d)
+      if r > 0 then return add(q, {1}) end
+      return q
+    end
+    -- T in ticks for a key created at \`created\`, at \`at\` (us); tau at that interval.
+    local function intervalOf(x, at)
+      if x.warmUp > 0 then return interval(x, at - created) end
+      return x.window
+    end
+    local function toleranceOf(x, iv)
+      local tau = mul(big(x.capacity), big(x.window))
+      if x.warmUp > 0 and cmp(big(iv), tau) > 0 then return big(iv) end
+      return tau
+    end
+    local oldL, newL = big(from.limit), big(s.limit)
+    local oldTat = add(mul(big(from.at), oldL), big(from.frac))
+    local ahead = sub(oldTat, mul(big(t), oldL))
+    local oldInterval, newInterval = intervalOf(from, t), intervalOf(s, t)
+    local oldTolerance, newTolerance = toleranceOf(from, oldInterval), toleranceOf(s, newInterval)
+    local tat
+    if cmp(ahead, oldTolerance) > 0 then
+      -- Debt: paid off at the same instant whatever the mode, tat - tau, from which the new
+      -- tau applies (rounded up to a tick of the new spec). A warm-up key's tau may shrink
+      -- with age: the one at the instant it is paid off.
+      local paidOff = t
+      if from.warmUp > 0 then paidOff = t + waitUs(from, 0) end
+      local oldAt = toleranceOf(from, intervalOf(from, paidOff))
+      local newAt = toleranceOf(s, intervalOf(s, paidOff))
+      tat = add(ceilDiv(mul(sub(oldTat, oldAt), newL), from.limit), newAt)
+    else
+      local credit = sub(oldTolerance, ahead)
+      local oldK, newK = big(from.capacity), big(s.capacity)
+      local oldIv, newIv = big(oldInterval), big(newInterval)
+      -- What the key holds under the new spec, A' x T' in ticks (rounded down), or below 0
+      -- (additive) the debt past tau', rounded up.
+      local held, owed
+      if mode == 'proportional' then
+        held = divmod(divmod(mul(mul(credit, newK), newIv), oldInterval), from.capacity)
+      elseif mode == 'as-is' then
+        if cmp(credit, mul(newK, oldIv)) >= 0 then
+          held = mul(newK, newIv)
+        else
+          held = divmod(mul(credit, newIv), oldInterval)
+        end
+      else
+        -- Additive: A + K' - K, as (credit + K' x T) - K x T.
+        local plus, minus = add(credit, mul(newK, oldIv)), mul(oldK, oldIv)
+        if cmp(plus, minus) >= 0 then
+          held = divmod(mul(sub(plus, minus), newIv), oldInterval)
+        else
+          owed = ceilDiv(mul(sub(minus, plus), newIv), oldInterval)
+        end
+      end
+      local newAhead
+      if owed ~= nil then
+        newAhead = add(newTolerance, owed)
+      else
+        if cmp(held, newTolerance) >= 0 then return end
+        newAhead = sub(newTolerance, held)
+      end
+      tat = add(mul(big(t), newL), newAhead)
+    end
+    local q, r = divmod(tat, s.limit)
+    local at = 0
+    for i = #q, 1, -1 do at = at * B + q[i] end
+    s.at, s.frac = at, r
+  end
 end
 local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
   tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
-  warmUp = 0}
+  warmUp = 0, carryMode = ARGV[11]}
 -- The body of a one-policy take through the port (s: the policy, as the script made it;
 -- v: its value, cost): one SET when admitted. A key blocked (by the store's block) is
 -- refused with its block.
@@ -1221,7 +1433,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '39905e41dd0abe499dc9425c8df37c9748c69b0a',
+  sha: '629d3c70c101e9f0781e94d9d170e407a4a78bfb',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1232,15 +1444,15 @@ export const GENERAL: Script = {
 -- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
--- ARGV[5]  number of policies n, then twelve per policy: kind, then
---            f  fixed window    limit, window us, -, -, -, -, -, carry mode
---            s  sliding window  limit, window us, slots, slot cap, -, -, -, carry mode
+-- ARGV[5]  number of policies n, then thirteen per policy: kind, then
+--            f  fixed window    limit, window us, -, -, -, -, -, -
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
 --            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
 --                               warm-up us (0: none), gcd of limit and window
 --            c  concurrency     max, lease ttl ms
 --          and for the time-based kinds: window ms, penalty ms (0: none), refusals
---          before it; then n costs; then, for a refund, n receipts ('' : none), for a
---          block its ms
+--          before it, carry mode; then n costs; then, for a refund, n receipts ('' :
+--          none), for a block its ms
 -- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force and get
 --          six per policy (lib/record.lua's answer)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
@@ -1264,9 +1476,10 @@ local MAX_SAFE = 9007199254740991
 local floor, ceil = math.floor, math.ceil
 local spack, sunpack = struct.pack, struct.unpack
 -- The algorithms the call's policies need: only their functions are made (lib/gcra.lua).
+local STRIDE = 13
 local NEEDS = {}
 for i = 1, ARGV[5] do
-  local a = 5 + 12 * (i - 1)
+  local a = 5 + STRIDE * (i - 1)
   NEEDS[ARGV[a + 1]] = true
   if ARGV[a + 1] == 'g' and ARGV[a + 8] ~= '0' then NEEDS.w = true end
 end
@@ -1379,8 +1592,8 @@ local function mulDivCeil(a, b, d)
   return q
 end
 -- A time-based policy's value for one client key, one Redis string of little-endian
--- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
--- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- doubles: the expiry it was written with (Unix ms), the spec it was written under (see
+-- readRecord), the kernel's state (see each algorithm's read), then, when the key has strikes or a block, its penalty: the
 -- refusals counted since \`since\`, the end of its block, and until when they are kept,
 -- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
@@ -1395,12 +1608,13 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
--- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
--- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
--- key is the policy's name and algorithm, so a value written under another spec of the
--- name is carried over into this one here, as s.carryMode says, and written back
--- (s.dirty): the next call finds its own spec, one string compare.
+-- Reads \`v\` (false: no key, a fresh state) into s. A value keeps the spec it was written
+-- under beside the state, after the expiry: a window's limit, window us, slots (0 for a
+-- fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint); a
+-- bucket's as GCRA.header lays them out. The key is the policy's name and algorithm, so a
+-- value written under another spec of the name is carried over into this one here, as
+-- s.carryMode says, and written back (s.dirty): the next call finds its own spec, one
+-- string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
@@ -1409,13 +1623,22 @@ local function readRecord(s, v)
   local carried = false
   s.header = ''
   if s.alg.carry then
-    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if s.alg.header then
+      s.header = s.alg.header(s)
+    else
+      s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    end
     if v then
-      at = 49
-      local stored = string.sub(v, 9, 48)
+      at = 9 + #s.header
+      local stored = string.sub(v, 9, at - 1)
       if stored ~= s.header then
-        local from = {}
-        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        local from
+        if s.alg.spec then
+          from = s.alg.spec(stored)
+        else
+          from = {}
+          from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        end
         at = s.alg.read(from, v, at)
         s.alg.carry(s, from, s.carryMode)
         s.dirty = true
@@ -1544,15 +1767,16 @@ end
 -- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
 -- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
 -- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
--- created. In the value: at, frac, then created for warm-up.
+-- created. In the value: the spec it was written under (GCRA.header), at, frac, then
+-- created for warm-up.
 --
 -- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
 -- warm-up): making functions is much of what a script costs per call.
 local GCRA = {}
 if NEEDS.g then
-  -- Warm-up's own, made for NEEDS.w.
+  -- Warm-up's own, made for NEEDS.w, or by a carry from a warm-up spec.
   local interval, tolerance, warmFits, estimate
-  if NEEDS.w then
+  local function makeWarmUp()
     -- The interval at age \`age\` (us), in ticks.
     interval = function(s, age)
       if age >= s.warmUp then return s.window end
@@ -1615,6 +1839,7 @@ if NEEDS.g then
       return from
     end
   end
+  if NEEDS.w then makeWarmUp() end
 
   function GCRA.read(s, v, at)
     s.at, s.frac, s.created = -INF, 0, -INF
@@ -1863,6 +2088,186 @@ if NEEDS.g then
     local retry = 0
     if not allowed then retry = GCRA.wait(s, cost) end
     return available, reset, retry
+  end
+
+  -- The spec a value keeps beside its state (lib/record.lua): limit, window us, capacity,
+  -- warm-up us, penalty ms, refusals before it (the numbers of Policy.fingerprint).
+  function GCRA.header(s)
+    return spack('<dddddd', s.limit, s.window, s.capacity, s.warmUp, s.blockFor or 0, s.after or 0)
+  end
+
+  -- The spec \`stored\` (a header) was written under, with what read needs worked out as the
+  -- store's codec does: tau (whole us and ticks) and the gcd of limit and window.
+  function GCRA.spec(stored)
+    local from = {}
+    from.limit, from.window, from.capacity, from.warmUp = sunpack('<dddd', stored)
+    from.tauUs, from.tauTicks = mulDivMod(from.capacity, from.window, from.limit)
+    local a, b = from.limit, from.window
+    while b ~= 0 do a, b = b, math.fmod(a, b) end
+    from.gcd = a
+    return from
+  end
+
+  -- Carries the state \`from\` (read under the old spec) over into s, as mode says: a port of
+  -- the kernel's carry (gcra/kernel.ts), in the same exact integers. With D = tat - now
+  -- ahead and the available permits A = (tau - D) / T: a key in debt (D > tau) keeps the
+  -- instant it is paid off, tat - tau, in every mode but reset, and gets the new tau from
+  -- there; a key in credit gets the mode's A' (proportional A x K'/K, as-is min(A, K'),
+  -- additive A + K' - K, below 0 a debt) as D' = tau' - A' x T', rounded up to a tick of
+  -- the new spec. A fresh key stays fresh; a warm-up key keeps its age.
+  function GCRA.carry(s, from, mode)
+    GCRA.read(s, false, 0)
+    if from.warmUp > 0 and interval == nil then makeWarmUp() end
+    local t = NOW
+    local created = t
+    if from.warmUp > 0 then created = from.created end
+    s.created = from.created
+    if mode == 'reset' or from.at < t or (from.at == t and from.frac == 0) then return end
+    -- Nonnegative integers past 2^53 (the kernel's BigInts): little-endian limbs of 24
+    -- bits, so a limb product and its carries stay exact doubles. Made only here: a carry
+    -- is once per key and spec change.
+    local B = 16777216
+    local function trim(a)
+      while #a > 0 and a[#a] == 0 do a[#a] = nil end
+      return a
+    end
+    local function big(n)
+      local a = {}
+      while n > 0 do
+        local q = floor(n / B)
+        a[#a + 1] = n - q * B
+        n = q
+      end
+      return a
+    end
+    local function add(a, b)
+      local c, carry = {}, 0
+      local n = #a
+      if #b > n then n = #b end
+      for i = 1, n do
+        local x = (a[i] or 0) + (b[i] or 0) + carry
+        if x >= B then
+          c[i], carry = x - B, 1
+        else
+          c[i], carry = x, 0
+        end
+      end
+      if carry > 0 then c[n + 1] = carry end
+      return c
+    end
+    -- a - b, for a >= b.
+    local function sub(a, b)
+      local c, borrow = {}, 0
+      for i = 1, #a do
+        local x = a[i] - (b[i] or 0) - borrow
+        if x < 0 then
+          c[i], borrow = x + B, 1
+        else
+          c[i], borrow = x, 0
+        end
+      end
+      return trim(c)
+    end
+    local function mul(a, b)
+      local c = {}
+      for i = 1, #a + #b do c[i] = 0 end
+      for i = 1, #a do
+        local carry = 0
+        for j = 1, #b do
+          local x = c[i + j - 1] + a[i] * b[j] + carry
+          carry = floor(x / B)
+          c[i + j - 1] = x - carry * B
+        end
+        local k = i + #b
+        while carry > 0 do
+          local x = c[k] + carry
+          carry = floor(x / B)
+          c[k] = x - carry * B
+          k = k + 1
+        end
+      end
+      return trim(c)
+    end
+    local function cmp(a, b)
+      if #a ~= #b then return #a < #b and -1 or 1 end
+      for i = #a, 1, -1 do
+        if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
+      end
+      return 0
+    end
+    -- floor(a / d) and the remainder, for a safe integer d >= 1.
+    local function divmod(a, d)
+      local q, r = {}, 0
+      for i = #a, 1, -1 do q[i], r = mulAddDivMod(r, B, a[i], d) end
+      return trim(q), r
+    end
+    local function ceilDiv(a, d)
+      local q, r = divmod(a, d)
+      if r > 0 then return add(q, {1}) end
+      return q
+    end
+    -- T in ticks for a key created at \`created\`, at \`at\` (us); tau at that interval.
+    local function intervalOf(x, at)
+      if x.warmUp > 0 then return interval(x, at - created) end
+      return x.window
+    end
+    local function toleranceOf(x, iv)
+      local tau = mul(big(x.capacity), big(x.window))
+      if x.warmUp > 0 and cmp(big(iv), tau) > 0 then return big(iv) end
+      return tau
+    end
+    local oldL, newL = big(from.limit), big(s.limit)
+    local oldTat = add(mul(big(from.at), oldL), big(from.frac))
+    local ahead = sub(oldTat, mul(big(t), oldL))
+    local oldInterval, newInterval = intervalOf(from, t), intervalOf(s, t)
+    local oldTolerance, newTolerance = toleranceOf(from, oldInterval), toleranceOf(s, newInterval)
+    local tat
+    if cmp(ahead, oldTolerance) > 0 then
+      -- Debt: paid off at the same instant whatever the mode, tat - tau, from which the new
+      -- tau applies (rounded up to a tick of the new spec). A warm-up key's tau may shrink
+      -- with age: the one at the instant it is paid off.
+      local paidOff = t
+      if from.warmUp > 0 then paidOff = t + waitUs(from, 0) end
+      local oldAt = toleranceOf(from, intervalOf(from, paidOff))
+      local newAt = toleranceOf(s, intervalOf(s, paidOff))
+      tat = add(ceilDiv(mul(sub(oldTat, oldAt), newL), from.limit), newAt)
+    else
+      local credit = sub(oldTolerance, ahead)
+      local oldK, newK = big(from.capacity), big(s.capacity)
+      local oldIv, newIv = big(oldInterval), big(newInterval)
+      -- What the key holds under the new spec, A' x T' in ticks (rounded down), or below 0
+      -- (additive) the debt past tau', rounded up.
+      local held, owed
+      if mode == 'proportional' then
+        held = divmod(divmod(mul(mul(credit, newK), newIv), oldInterval), from.capacity)
+      elseif mode == 'as-is' then
+        if cmp(credit, mul(newK, oldIv)) >= 0 then
+          held = mul(newK, newIv)
+        else
+          held = divmod(mul(credit, newIv), oldInterval)
+        end
+      else
+        -- Additive: A + K' - K, as (credit + K' x T) - K x T.
+        local plus, minus = add(credit, mul(newK, oldIv)), mul(oldK, oldIv)
+        if cmp(plus, minus) >= 0 then
+          held = divmod(mul(sub(plus, minus), newIv), oldInterval)
+        else
+          owed = ceilDiv(mul(sub(minus, plus), newIv), oldInterval)
+        end
+      end
+      local newAhead
+      if owed ~= nil then
+        newAhead = add(newTolerance, owed)
+      else
+        if cmp(held, newTolerance) >= 0 then return end
+        newAhead = sub(newTolerance, held)
+      end
+      tat = add(mul(big(t), newL), newAhead)
+    end
+    local q, r = divmod(tat, s.limit)
+    local at = 0
+    for i = #q, 1, -1 do at = at * B + q[i] end
+    s.at, s.frac = at, r
   end
 end
 -- A sliding window: a port of @sluice/core's sliding-window/kernel.ts. The window is cut
@@ -2060,7 +2465,7 @@ if NEEDS.s then
   -- current slot), so no permit stops counting earlier; then the total moves by mode:
   -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
   -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
-  -- count and shifts a debt like as-is when the limit rises.
+  -- count and shifts a debt like as-is (the debt u - L stays, paid at the same instant).
   function SLIDING.carry(s, from, mode)
     s.ring = s.slots + 1
     s.c = {}
@@ -2083,7 +2488,7 @@ if NEEDS.s then
     local oldLimit = from.limit
     local delta = s.limit - oldLimit
     local shift = 0
-    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit) then shift = delta end
     if mode == 'proportional' then
       local before, sum = 0, 0
       for i = 1, #counts do
@@ -2218,8 +2623,8 @@ if NEEDS.f then
   end
   -- Carries the state \`from\` (read under the old spec: limit, window) over into s, as mode
   -- says: the kernel's carry. The old window's count u of now moves into the new window of
-  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
-  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt
+  -- u - L above the old limit stays the same: u + L' - L).
   function FIXED.carry(s, from, mode)
     local used = counted(from)
     local delta = s.limit - from.limit
@@ -2230,7 +2635,7 @@ if NEEDS.f then
       elseif mode == 'as-is' then
         count = used + delta
         if count < 0 then count = 0 end
-      elseif used > from.limit and delta > 0 then
+      elseif used > from.limit then
         count = used + delta
       else
         count = used
@@ -2248,12 +2653,12 @@ local lease = ARGV[3]
 local deadline = ARGV[4] + 0
 if op == 'take' and deadline > 0 and NOW > deadline then return {-1, NOW} end
 local n = ARGV[5] + 0
-local costsAt = 5 + 12 * n
+local costsAt = 5 + STRIDE * n
 local extraAt = costsAt + n
 
 local states = {}
 for i = 1, n do
-  local a = 5 + 12 * (i - 1)
+  local a = 5 + STRIDE * (i - 1)
   local kind = ARGV[a + 1]
   local s = {key = KEYS[i], kind = kind, cost = ARGV[costsAt + i] + 0, blocked = 0}
   if kind == 'c' then
@@ -2270,14 +2675,12 @@ for i = 1, n do
   else
     s.limit, s.window = ARGV[a + 2] + 0, ARGV[a + 3] + 0
     s.windowMs, s.blockFor, s.after = ARGV[a + 10] + 0, ARGV[a + 11] + 0, ARGV[a + 12] + 0
-    s.grace = 0
+    s.grace, s.carryMode = 0, ARGV[a + 13]
     if kind == 'f' then
       s.alg = FIXED
-      s.carryMode = ARGV[a + 9]
     elseif kind == 's' then
       s.alg = SLIDING
       s.slots, s.cap = ARGV[a + 4] + 0, ARGV[a + 5] + 0
-      s.carryMode = ARGV[a + 9]
     else
       s.alg = GCRA
       s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0
@@ -2416,7 +2819,7 @@ return reply
 /** src/lua/sliding-window.lua */
 export const SLIDING_WINDOW: Script = {
   name: 'sliding-window',
-  sha: '716052088b97251e6b4586a0003de6b4be050904',
+  sha: '135b974973528b015fb546cd6f305305d816b008',
   source: `-- One take from one sliding-window policy without a penalty: the common case, in the
 -- fewest Redis calls (GET, and SET when admitted).
 --
@@ -2605,8 +3008,8 @@ local function mulDivCeil(a, b, d)
   return q
 end
 -- A time-based policy's value for one client key, one Redis string of little-endian
--- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
--- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- doubles: the expiry it was written with (Unix ms), the spec it was written under (see
+-- readRecord), the kernel's state (see each algorithm's read), then, when the key has strikes or a block, its penalty: the
 -- refusals counted since \`since\`, the end of its block, and until when they are kept,
 -- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
@@ -2621,12 +3024,13 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads \`v\` (false: no key, a fresh state) into s. A window's value (an algorithm with a
--- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
--- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
--- key is the policy's name and algorithm, so a value written under another spec of the
--- name is carried over into this one here, as s.carryMode says, and written back
--- (s.dirty): the next call finds its own spec, one string compare.
+-- Reads \`v\` (false: no key, a fresh state) into s. A value keeps the spec it was written
+-- under beside the state, after the expiry: a window's limit, window us, slots (0 for a
+-- fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint); a
+-- bucket's as GCRA.header lays them out. The key is the policy's name and algorithm, so a
+-- value written under another spec of the name is carried over into this one here, as
+-- s.carryMode says, and written back (s.dirty): the next call finds its own spec, one
+-- string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
@@ -2635,13 +3039,22 @@ local function readRecord(s, v)
   local carried = false
   s.header = ''
   if s.alg.carry then
-    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if s.alg.header then
+      s.header = s.alg.header(s)
+    else
+      s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    end
     if v then
-      at = 49
-      local stored = string.sub(v, 9, 48)
+      at = 9 + #s.header
+      local stored = string.sub(v, 9, at - 1)
       if stored ~= s.header then
-        local from = {}
-        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        local from
+        if s.alg.spec then
+          from = s.alg.spec(stored)
+        else
+          from = {}
+          from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        end
         at = s.alg.read(from, v, at)
         s.alg.carry(s, from, s.carryMode)
         s.dirty = true
@@ -2948,7 +3361,7 @@ if NEEDS.s then
   -- current slot), so no permit stops counting earlier; then the total moves by mode:
   -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
   -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
-  -- count and shifts a debt like as-is when the limit rises.
+  -- count and shifts a debt like as-is (the debt u - L stays, paid at the same instant).
   function SLIDING.carry(s, from, mode)
     s.ring = s.slots + 1
     s.c = {}
@@ -2971,7 +3384,7 @@ if NEEDS.s then
     local oldLimit = from.limit
     local delta = s.limit - oldLimit
     local shift = 0
-    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit) then shift = delta end
     if mode == 'proportional' then
       local before, sum = 0, 0
       for i = 1, #counts do

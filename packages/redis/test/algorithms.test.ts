@@ -318,10 +318,19 @@ describeRedis('warm-up token bucket', () => {
   it('keeps the creation time in the key, so the age survives between requests', async () => {
     const p = policy.warmUp('wu', { limit: 30, window: HOUR, warmUp: HOUR })
     await store.take('k', [p], 1)
-    const created = async () => (await redis.getBuffer(stateKey(prefix, 'k', p)))!.readDoubleLE(24)
-    const first = await created()
+    const value = async () => {
+      const buffer = (await redis.getBuffer(stateKey(prefix, 'k', p)))!
+      return Array.from({ length: buffer.length / 8 }, (_, i) => buffer.readDoubleLE(8 * i))
+    }
+    // The expiry, the spec the state was written under (limit, window µs, capacity,
+    // warm-up µs, the penalty's ms and refusals), tat in µs and ticks, and its creation.
+    const [, ...written] = await value()
+    expect(written.slice(0, 6)).toEqual([30, 3_600_000_000, 30, 3_600_000_000, 0, 0])
+    const first = written[8]!
+    // Created when first seen: one cold interval (3·T = 6 min) before tat.
+    expect(written[6]! - first).toBe(360_000_000)
     await store.take('k', [p], 1)
-    expect(await created()).toBe(first)
+    expect((await value())[9]).toBe(first)
   })
 })
 

@@ -6,27 +6,36 @@ import { describeRedis, redisPort, uniquePrefix } from './helpers'
 // A rolling deploy on a real Redis: two processes (tsx, carry-worker.ts), one on the old
 // spec of the policy `api` and one on the new (a higher limit), hammer the same keys at
 // once, so each key's state flips between the two specs on nearly every take and is
-// carried over each time (lib/record.lua). Counted by the window Redis counted each take
-// in (its receipt): no key regains a fresh budget mid-window, and no window admits more
-// than the larger limit.
+// carried over each time (lib/record.lua). Windows are counted by the window Redis counted
+// each take in (its receipt): no key regains a fresh budget mid-window, and no window
+// admits more than the larger limit. A token bucket is counted by the time each take was
+// decided at: no key finds its bucket full again after its first take (it is never idle
+// for the 10 s a bucket takes to fill), and no span of time admits more than the larger
+// bucket allows in it (its capacity, plus its rate times the span).
 const WORKER = fileURLToPath(new URL('./carry-worker.ts', import.meta.url))
 const TSX = fileURLToPath(new URL('../../../node_modules/.bin/tsx', import.meta.url))
 
 const OLD = 40
 const NEW = 60
 const WINDOW = 2_000
+/** A token bucket's window (capacity = limit): it fills in 10 s, longer than the run. */
+const BUCKET_WINDOW = 10_000
 const SLOTS = 4
 const DURATION = 3 * WINDOW
 const KEYS = 3
 
 interface Report {
   admitted: Record<string, number>
+  times: Record<string, number[]>
   fresh: Record<string, number[]>
   decisions: number
   refused: number
 }
 
-async function deploy(algorithm: 'fixed-window' | 'sliding-window', carry: string) {
+type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket'
+
+/** Both processes' reports, old spec first. */
+async function run(algorithm: Algorithm, carry: string, window: number): Promise<[Report, Report]> {
   const prefix = uniquePrefix()
   let ready = 0
   let go: () => void = () => {}
@@ -44,7 +53,7 @@ async function deploy(algorithm: 'fixed-window' | 'sliding-window', carry: strin
           prefix,
           algorithm,
           String(limit),
-          String(WINDOW),
+          String(window),
           String(SLOTS),
           String(DURATION),
           String(KEYS),
@@ -69,9 +78,14 @@ async function deploy(algorithm: 'fixed-window' | 'sliding-window', carry: strin
   )
   await allReady
   const [old, next] = await reports
+  return [old!, next!]
+}
+
+async function deploy(algorithm: 'fixed-window' | 'sliding-window', carry: string) {
+  const [old, next] = await run(algorithm, carry, WINDOW)
   const perWindow = new Map<string, number>()
   const fresh = new Map<string, number[]>()
-  for (const report of [old!, next!]) {
+  for (const report of [old, next]) {
     for (const [at, n] of Object.entries(report.admitted)) {
       perWindow.set(at, (perWindow.get(at) ?? 0) + n)
     }
@@ -85,10 +99,10 @@ async function deploy(algorithm: 'fixed-window' | 'sliding-window', carry: strin
   console.info(algorithm, carry, {
     perWindow: [...perWindow],
     fresh: [...fresh],
-    decisions: [old!.decisions, next!.decisions],
-    refused: [old!.refused, next!.refused],
+    decisions: [old.decisions, next.decisions],
+    refused: [old.refused, next.refused],
   })
-  return { perWindow, fresh, old: old!, next: next! }
+  return { perWindow, fresh, old, next }
 }
 
 describeRedis(
@@ -130,6 +144,44 @@ describeRedis(
         // Both specs were refused (above): the keys were kept full. How many of a sliding
         // window's permits fall in one aligned window depends on when the previous ones
         // leave, and on how fast a loaded machine lets the workers ask: not asserted.
+      }, 60_000)
+
+      it(`token bucket, ${carry}: no fresh bucket after the first take, never above the larger bucket`, async () => {
+        const [old, next] = await run('token-bucket', carry, BUCKET_WINDOW)
+        for (const report of [old, next]) {
+          expect(Object.keys(report.times).length).toBeGreaterThan(0)
+          expect(report.refused).toBeGreaterThan(0)
+        }
+        let most = 0
+        for (const key of new Set([...Object.keys(old.times), ...Object.keys(next.times)])) {
+          const times = [...(old.times[key] ?? []), ...(next.times[key] ?? [])].sort(
+            (a, b) => a - b,
+          )
+          most = Math.max(most, times.length)
+          // Only the key's first take found its bucket full: 0 resets. (The first Redis
+          // ran, which need not be the one decided at the earliest time: two processes'
+          // calls may reach Redis in another order than their clock readings.)
+          const fresh = [...(old.fresh[key] ?? []), ...(next.fresh[key] ?? [])]
+          expect([key, fresh.length]).toEqual([key, 1])
+          // The larger bucket's bound in every span [times[i], times[j]]: capacity NEW, and
+          // NEW per BUCKET_WINDOW since (GCRA: the last one's arrival time, at most its time
+          // plus τ, is at least the first one's time plus one interval per permit).
+          let worst = Number.NEGATIVE_INFINITY
+          for (let i = 0; i < times.length; i++) {
+            for (let j = i; j < times.length; j++) {
+              const allowed = NEW + Math.floor(((times[j]! - times[i]!) * NEW) / BUCKET_WINDOW)
+              worst = Math.max(worst, j - i + 1 - allowed)
+            }
+          }
+          expect([key, worst <= 0]).toEqual([key, true])
+        }
+        console.info('token-bucket', carry, {
+          admitted: most,
+          decisions: [old.decisions, next.decisions],
+          refused: [old.refused, next.refused],
+        })
+        // Some key was emptied under both specs: at least the old capacity was admitted.
+        expect(most).toBeGreaterThanOrEqual(OLD)
       }, 60_000)
     }
   },

@@ -109,7 +109,7 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
     afterEach(() => {
       expect(failures).toEqual([])
     })
-    // `carries`: as in contract.test.ts (a window's limit and a bulkhead's max change).
+    // `carries`: as in contract.test.ts (every algorithm carries over to a changed spec).
     runStoreContract(
       'redisStore on a Redis Cluster',
       () =>

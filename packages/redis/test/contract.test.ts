@@ -13,10 +13,8 @@ afterEach(() => {
 })
 
 describeRedis('redisStore', () => {
-  // `carries`: the contract's carry test changes a fixed window's limit and a bulkhead's
-  // max under one name, which Redis carries over (src/keys.ts: carriesState). The store
-  // itself does not declare `carries` yet: its token, leaky and warm-up buckets keep each
-  // spec apart.
+  // `carries`: Redis keeps each policy's state by name and algorithm and carries it over
+  // to a changed spec (lib/record.lua), as the memory store does.
   runStoreContract(
     'redisStore',
     () =>

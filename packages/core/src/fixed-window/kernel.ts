@@ -140,7 +140,7 @@ export class FixedWindowKernel implements RateKernel {
   /**
    * Carries the current window's count u over into the new spec's window of `now` (the
    * same window when only the limit changes): proportional ceil(u·L′/L), as-is u + L′ − L
-   * (never below 0), additive u (a debt: u + L′ − L when the limit rises, so it is still
+   * (never below 0), additive u (a debt above the old limit stays as large: u + L′ − L,
    * refused until the window ends). A count of an earlier window counts nothing.
    */
   carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
@@ -153,7 +153,7 @@ export class FixedWindowKernel implements RateKernel {
     if (carry !== 'reset' && used > 0) {
       if (carry === 'proportional') count = mulDivCeil(used, this.#limit, oldLimit)
       else if (carry === 'as-is') count = Math.max(0, used + delta)
-      else count = used > oldLimit && delta > 0 ? used + delta : used
+      else count = used > oldLimit ? used + delta : used
     }
     if (count === 0) this.clear(row)
     else this.#count(row, t, count)

@@ -338,11 +338,12 @@ export class GcraKernel implements RateKernel {
   /**
    * Carries `tat` over, in exact integers (BigInt: a rare path, whose products pass 2^53
    * for large specs). With D = tat − now ahead and the available permits A = (τ − D) / T:
-   * a row in debt (D > τ) keeps the instant it is paid off, tat − τ, and gets the new τ
-   * from there; a row in credit gets the new mode's A′ (proportional A·K′/K, as-is
-   * min(A, K′), additive A + K′ − K, below 0 a debt), as D′ = τ′ − A′·T′ rounded up to a
-   * tick of the new spec, so it never holds more than A′. Fractions of a permit carry
-   * over, as Bucket4j's rounding error does: 1.8 permits become 1.8·new/old.
+   * a row in debt (D > τ) keeps the instant it is paid off, tat − τ, in every mode, and
+   * gets the new τ from there; a row in credit gets the new mode's A′ (proportional
+   * A·K′/K, as-is min(A, K′), additive A + K′ − K, below 0 a debt of the permits the new
+   * capacity cannot hold), as D′ = τ′ − A′·T′ rounded up to a tick of the new spec, so it
+   * never holds more than A′. Fractions of a permit carry over, as Bucket4j's rounding
+   * error does: 1.8 permits become 1.8·new/old.
    */
   carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
     if (!(from instanceof GcraKernel) || from.spec.algorithm !== this.spec.algorithm) {
@@ -365,28 +366,21 @@ export class GcraKernel implements RateKernel {
     const newInterval = this.intervalTicks(created, t)
     const newTolerance = this.toleranceTicks(newInterval)
     const credit = oldTolerance - ahead
-    const oldCapacity = BigInt(from.capacity)
-    const newCapacity = BigInt(this.capacity)
-    // Additive keeps every permit taken counted: A′ = A + K′ − K (below 0: a debt), as
-    // the new row's time ahead.
-    const counted =
-      newTolerance -
-      floorDiv((credit + (newCapacity - oldCapacity) * oldInterval) * newInterval, oldInterval)
     let tat: bigint
     if (credit < 0n) {
       // Debt: paid off at the same instant whatever the mode, tat − τ, from which the new
-      // τ applies (rounded up to a tick of the new spec). A warm-up bucket's τ may shrink
-      // with age: the one at the instant it is paid off.
+      // τ applies (rounded up to a tick of the new spec). Guava's setRate: 2 per second,
+      // acquire(10) at 0, then 1 per second: the permits granted are paid off at 5 s
+      // still, and the next permit is due 1 s after. A warm-up bucket's τ may shrink with
+      // age: the one at the instant it is paid off.
       const paidOff = from.paidOffUs(fromRow, t)
       const oldAt = from.toleranceTicks(from.intervalTicks(created, paidOff))
       const newAt = this.toleranceTicks(this.intervalTicks(created, paidOff))
       tat = ceilDiv((oldTat - oldAt) * newTicks, oldTicks) + newAt
-      // Additive keeps the permits counted too: a lower capacity makes the debt longer.
-      if (carry === 'additive' && BigInt(t) * newTicks + counted > tat) {
-        tat = BigInt(t) * newTicks + counted
-      }
     } else {
-      let newAhead = counted
+      const oldCapacity = BigInt(from.capacity)
+      const newCapacity = BigInt(this.capacity)
+      let newAhead: bigint
       if (carry === 'proportional') {
         newAhead =
           newTolerance - floorDiv(credit * newCapacity * newInterval, oldInterval * oldCapacity)
@@ -396,6 +390,13 @@ export class GcraKernel implements RateKernel {
           (credit >= newCapacity * oldInterval
             ? newCapacity * newInterval
             : floorDiv(credit * newInterval, oldInterval))
+      } else {
+        // Additive keeps every permit taken counted: A′ = A + K′ − K, below 0 a debt (the
+        // permits the new capacity cannot hold are owed, as a window's count above its
+        // limit is), so flipping back and forth between two capacities gains nothing.
+        newAhead =
+          newTolerance -
+          floorDiv((credit + (newCapacity - oldCapacity) * oldInterval) * newInterval, oldInterval)
       }
       if (newAhead <= 0n) return
       tat = BigInt(t) * newTicks + newAhead

@@ -337,7 +337,8 @@ export class SlidingWindowKernel implements RateKernel {
    * debt is then paid off at the same instant: the suffix sums are what leave the window);
    * as-is shifts the total by L′ − L at the newest end (adding to the current slot, or
    * taking off the newest), never below 0; additive keeps every count, and shifts a debt
-   * like as-is when the limit rises, so the debt is paid at the same instant.
+   * like as-is, so the debt (u − L) is paid at the same instant: the permits taken off
+   * or added are the newest, and the older ones leave the window when they did.
    */
   carry(row: number, now: number, from: RateKernel, fromRow: number, carry: Carry): void {
     if (!(from instanceof SlidingWindowKernel)) throw carryMismatch(this.spec, from.spec)
@@ -360,8 +361,7 @@ export class SlidingWindowKernel implements RateKernel {
       }
       const oldLimit = from.#limit
       const delta = this.#limit - oldLimit
-      const shift =
-        carry === 'as-is' || (carry === 'additive' && used > oldLimit && delta > 0) ? delta : 0
+      const shift = carry === 'as-is' || (carry === 'additive' && used > oldLimit) ? delta : 0
       if (carry === 'proportional') {
         let before = 0
         let sum = 0

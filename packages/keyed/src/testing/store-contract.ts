@@ -1,5 +1,12 @@
+import type { Carry } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
-import { compilePolicy, compilePolicyList, concurrencyPolicy, type PolicyOptions } from '../policy'
+import {
+  compilePolicy,
+  compilePolicyList,
+  concurrencyPolicy,
+  type PolicyOptions,
+  withCarry,
+} from '../policy'
 import type { Policy, Store } from '../store'
 
 // A sliding window (10 slots) counts a permit until its slot has left the hour-long
@@ -297,6 +304,71 @@ export function runStoreContract(
         expect((await store.take(key, [single], 1)).allowed).toBe(true)
         expect((await store.take(key, [two], 1)).results[0]?.remaining).toBe(0)
         expect((await store.take(key, [single], 1)).allowed).toBe(false)
+      })
+
+      // Buckets in each carry mode, with hour-long windows: the few ms a store on a
+      // server's clock lets pass refill a negligible part of a permit (one takes 8.6 min).
+      const bucket = (limit: number, carry: Carry, capacity?: number) =>
+        withCarry(
+          policy({
+            name: 'bucket',
+            algorithm: 'token-bucket',
+            limit,
+            window: '1h',
+            ...(capacity === undefined ? {} : { capacity }),
+          }),
+          carry,
+        )
+
+      for (const [carry, up, down] of [
+        ['proportional', 2, 3],
+        ['as-is', 1, 4],
+        ['additive', 5, 3],
+        ['reset', 7, 4],
+      ] as const) {
+        it(`token bucket, ${carry}: 1 of 3 left becomes ${up} of 7; 9 of 10 left becomes ${down} of 4 (never above the new capacity)`, async () => {
+          const store = await makeStore()
+          const key = uniqueKey(`credit-${carry}`)
+          // Proportional ⌊1·7/3⌋, as-is 1, additive 1 + 7 − 3, reset a full 7.
+          expect((await store.take(key, [bucket(3, carry)], 2)).allowed).toBe(true)
+          expect((await store.get(key, [bucket(7, carry)]))[0]?.remaining).toBe(up)
+          // Proportional ⌊9·4/10⌋, as-is min(9, 4), additive 9 + 4 − 10, reset a full 4.
+          const other = uniqueKey(`cut-${carry}`)
+          expect((await store.take(other, [bucket(10, carry)], 1)).allowed).toBe(true)
+          expect((await store.get(other, [bucket(4, carry)]))[0]?.remaining).toBe(down)
+        })
+
+        it(`token bucket, ${carry}: a debt ${carry === 'reset' ? 'is forgiven' : 'stays owed, paid off at the same instant'}`, async () => {
+          const store = await makeStore()
+          const key = uniqueKey(`debt-${carry}`)
+          // 3 taken and 2 forced at 3 an hour (one per 20 min): 5 permits, 100 min ahead,
+          // 40 min past the capacity's 60. At 6 an hour the debt is paid off at 40 min still,
+          // and the next permit is due 10 min later: 40 + 60 + 10 − 60 = 50 min.
+          expect((await store.take(key, [bucket(3, carry)], 3)).allowed).toBe(true)
+          await store.force(key, [bucket(3, carry)], 2)
+          const [after] = await store.get(key, [bucket(6, carry)])
+          if (carry === 'reset') {
+            expect(after?.remaining).toBe(6)
+            return
+          }
+          expect(after?.remaining).toBe(0)
+          expect(after?.retryAfterMs).toBeLessThanOrEqual(50 * 60_000)
+          expect(after?.retryAfterMs).toBeGreaterThan(49 * 60_000)
+        })
+      }
+
+      it('token bucket, proportional: 3 → 7 is exact, the fraction of a permit kept', async () => {
+        const store = await makeStore()
+        const key = uniqueKey('exact')
+        await store.take(key, [bucket(3, 'proportional')], 2)
+        // 1 permit of 3 is 7/3 of 7: 2, and 1/3 of a permit, so 3 permits are 2/3 of a
+        // permit away: 2/3 · 3,600,000 / 7 ms = 342,857.142… ms (less what has refilled).
+        const [seven] = await store.get(key, [bucket(7, 'proportional')])
+        expect(seven?.remaining).toBe(2)
+        const refused = await store.take(key, [bucket(7, 'proportional')], 3)
+        expect(refused.allowed).toBe(false)
+        expect(refused.results[0]?.retryAfterMs).toBeLessThanOrEqual(342_857.143)
+        expect(refused.results[0]?.retryAfterMs).toBeGreaterThan(342_857.143 - 60_000)
       })
     } else {
       it('keeps the state of specs of one name apart', async () => {

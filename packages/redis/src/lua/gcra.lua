@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  the policy's state for one client key (see lib/record.lua, lib/gcra.lua)
 -- ARGV     time ('' : Redis's), cost, limit, window (us), capacity, tau (whole us, and
---          ticks), grace (ms a key is kept past full), gcd of limit and window, window (ms)
+--          ticks), grace (ms a key is kept past full), gcd of limit and window, window
+--          (ms), carry mode
 -- Reply    admitted, available, reset us, retry us (-1: never), receipt (-1: none),
 --          blocked (0, or ms left)
 --!include clock
@@ -11,14 +12,22 @@ local key = KEYS[1]
 local cost, limit, window, capacity = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
 local tauUs, tauTicks, gcd = ARGV[6] + 0, ARGV[7] + 0, ARGV[9] + 0
 local v = redis.call('GET', key)
+-- The spec the value keeps beside its state (GCRA.header): equal, nothing to carry.
+local HEADER = spack('<dddddd', limit, window, capacity, 0, 0, 0)
 
--- A take on a key without strikes or a block whose numbers stay below 2^53: inline, as
+-- A take on a key under this spec, without strikes or a block, whose numbers stay below
+-- 2^53: inline, as
 -- lib/gcra.lua and lib/record.lua would decide and write it (making the port's functions
 -- is most of a script's cost). Anything else, below, through the port.
 do
   local expiry, at, frac = 0, -INF, 0
   if v then
-    if #v == 24 then expiry, at, frac = sunpack('<ddd', v) else at = nil end
+    if #v == 72 and string.sub(v, 9, 56) == HEADER then
+      expiry = sunpack('<d', v)
+      at, frac = sunpack('<dd', v, 57)
+    else
+      at = nil
+    end
   end
   local l, w = limit / gcd, window / gcd
   local product = cost * w
@@ -79,12 +88,13 @@ do
         local needed = ceil(receipt / 1000)
         if v and needed <= expiry then
           -- Its expiry still covers it: only tat changes.
-          redis.call('SETRANGE', key, '8', spack('<dd', a, f))
+          redis.call('SETRANGE', key, '56', spack('<dd', a, f))
         elseif TESTING then
-          redis.call('SET', key, spack('<ddd', INF, a, f))
+          redis.call('SET', key, spack('<d', INF) .. HEADER .. spack('<dd', a, f))
         else
           expiry = needed + ARGV[8]
-          redis.call('SET', key, spack('<ddd', expiry, a, f), 'PXAT', string.format('%d', expiry))
+          redis.call('SET', key, spack('<d', expiry) .. HEADER .. spack('<dd', a, f), 'PXAT',
+            string.format('%d', expiry))
         end
         return {1, available, reset, 0, receipt, 0}
       end
@@ -99,5 +109,5 @@ local NEEDS = {g = true}
 --!include gcra
 local s = {key = key, alg = GCRA, limit = limit, window = window, capacity = capacity,
   tauUs = tauUs, tauTicks = tauTicks, grace = ARGV[8] + 0, gcd = gcd, windowMs = ARGV[10] + 0,
-  warmUp = 0}
+  warmUp = 0, carryMode = ARGV[11]}
 --!include take-one

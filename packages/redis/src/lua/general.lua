@@ -8,22 +8,23 @@
 -- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
--- ARGV[5]  number of policies n, then twelve per policy: kind, then
---            f  fixed window    limit, window us, -, -, -, -, -, carry mode
---            s  sliding window  limit, window us, slots, slot cap, -, -, -, carry mode
+-- ARGV[5]  number of policies n, then thirteen per policy: kind, then
+--            f  fixed window    limit, window us, -, -, -, -, -, -
+--            s  sliding window  limit, window us, slots, slot cap, -, -, -, -
 --            g  GCRA            limit, window us, capacity, tau us, tau ticks, grace ms,
 --                               warm-up us (0: none), gcd of limit and window
 --            c  concurrency     max, lease ttl ms
 --          and for the time-based kinds: window ms, penalty ms (0: none), refusals
---          before it; then n costs; then, for a refund, n receipts ('' : none), for a
---          block its ms
+--          before it, carry mode; then n costs; then, for a refund, n receipts ('' :
+--          none), for a block its ms
 -- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force and get
 --          six per policy (lib/record.lua's answer)
 --!include clock
 -- The algorithms the call's policies need: only their functions are made (lib/gcra.lua).
+local STRIDE = 13
 local NEEDS = {}
 for i = 1, ARGV[5] do
-  local a = 5 + 12 * (i - 1)
+  local a = 5 + STRIDE * (i - 1)
   NEEDS[ARGV[a + 1]] = true
   if ARGV[a + 1] == 'g' and ARGV[a + 8] ~= '0' then NEEDS.w = true end
 end
@@ -37,12 +38,12 @@ local lease = ARGV[3]
 local deadline = ARGV[4] + 0
 if op == 'take' and deadline > 0 and NOW > deadline then return {-1, NOW} end
 local n = ARGV[5] + 0
-local costsAt = 5 + 12 * n
+local costsAt = 5 + STRIDE * n
 local extraAt = costsAt + n
 
 local states = {}
 for i = 1, n do
-  local a = 5 + 12 * (i - 1)
+  local a = 5 + STRIDE * (i - 1)
   local kind = ARGV[a + 1]
   local s = {key = KEYS[i], kind = kind, cost = ARGV[costsAt + i] + 0, blocked = 0}
   if kind == 'c' then
@@ -59,14 +60,12 @@ for i = 1, n do
   else
     s.limit, s.window = ARGV[a + 2] + 0, ARGV[a + 3] + 0
     s.windowMs, s.blockFor, s.after = ARGV[a + 10] + 0, ARGV[a + 11] + 0, ARGV[a + 12] + 0
-    s.grace = 0
+    s.grace, s.carryMode = 0, ARGV[a + 13]
     if kind == 'f' then
       s.alg = FIXED
-      s.carryMode = ARGV[a + 9]
     elseif kind == 's' then
       s.alg = SLIDING
       s.slots, s.cap = ARGV[a + 4] + 0, ARGV[a + 5] + 0
-      s.carryMode = ARGV[a + 9]
     else
       s.alg = GCRA
       s.capacity, s.tauUs, s.tauTicks = ARGV[a + 4] + 0, ARGV[a + 5] + 0, ARGV[a + 6] + 0

@@ -95,8 +95,8 @@ if NEEDS.f then
   end
   -- Carries the state `from` (read under the old spec: limit, window) over into s, as mode
   -- says: the kernel's carry. The old window's count u of now moves into the new window of
-  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt:
-  -- u + L' - L when the limit rises, so it stays refused until the window ends).
+  -- now: proportional ceil(u*L'/L), as-is u + L' - L (never below 0), additive u (a debt
+  -- u - L above the old limit stays the same: u + L' - L).
   function FIXED.carry(s, from, mode)
     local used = counted(from)
     local delta = s.limit - from.limit
@@ -107,7 +107,7 @@ if NEEDS.f then
       elseif mode == 'as-is' then
         count = used + delta
         if count < 0 then count = 0 end
-      elseif used > from.limit and delta > 0 then
+      elseif used > from.limit then
         count = used + delta
       else
         count = used

@@ -15,15 +15,16 @@
 -- s: limit, window (us), capacity, tauUs, tauTicks (tau, whole us and ticks), warmUp (us,
 -- 0: none), gcd (of limit and window: n x window / limit is n x w / l with l and w small
 -- for most specs, 10^10 a day is 25 / 216, so products stay below 2^53). State: at, frac,
--- created. In the value: at, frac, then created for warm-up.
+-- created. In the value: the spec it was written under (GCRA.header), at, frac, then
+-- created for warm-up.
 --
 -- Its functions are made only when a policy of the call needs them (NEEDS.g, NEEDS.w for
 -- warm-up): making functions is much of what a script costs per call.
 local GCRA = {}
 if NEEDS.g then
-  -- Warm-up's own, made for NEEDS.w.
+  -- Warm-up's own, made for NEEDS.w, or by a carry from a warm-up spec.
   local interval, tolerance, warmFits, estimate
-  if NEEDS.w then
+  local function makeWarmUp()
     -- The interval at age `age` (us), in ticks.
     interval = function(s, age)
       if age >= s.warmUp then return s.window end
@@ -86,6 +87,7 @@ if NEEDS.g then
       return from
     end
   end
+  if NEEDS.w then makeWarmUp() end
 
   function GCRA.read(s, v, at)
     s.at, s.frac, s.created = -INF, 0, -INF
@@ -334,5 +336,185 @@ if NEEDS.g then
     local retry = 0
     if not allowed then retry = GCRA.wait(s, cost) end
     return available, reset, retry
+  end
+
+  -- The spec a value keeps beside its state (lib/record.lua): limit, window us, capacity,
+  -- warm-up us, penalty ms, refusals before it (the numbers of Policy.fingerprint).
+  function GCRA.header(s)
+    return spack('<dddddd', s.limit, s.window, s.capacity, s.warmUp, s.blockFor or 0, s.after or 0)
+  end
+
+  -- The spec `stored` (a header) was written under, with what read needs worked out as the
+  -- store's codec does: tau (whole us and ticks) and the gcd of limit and window.
+  function GCRA.spec(stored)
+    local from = {}
+    from.limit, from.window, from.capacity, from.warmUp = sunpack('<dddd', stored)
+    from.tauUs, from.tauTicks = mulDivMod(from.capacity, from.window, from.limit)
+    local a, b = from.limit, from.window
+    while b ~= 0 do a, b = b, math.fmod(a, b) end
+    from.gcd = a
+    return from
+  end
+
+  -- Carries the state `from` (read under the old spec) over into s, as mode says: a port of
+  -- the kernel's carry (gcra/kernel.ts), in the same exact integers. With D = tat - now
+  -- ahead and the available permits A = (tau - D) / T: a key in debt (D > tau) keeps the
+  -- instant it is paid off, tat - tau, in every mode but reset, and gets the new tau from
+  -- there; a key in credit gets the mode's A' (proportional A x K'/K, as-is min(A, K'),
+  -- additive A + K' - K, below 0 a debt) as D' = tau' - A' x T', rounded up to a tick of
+  -- the new spec. A fresh key stays fresh; a warm-up key keeps its age.
+  function GCRA.carry(s, from, mode)
+    GCRA.read(s, false, 0)
+    if from.warmUp > 0 and interval == nil then makeWarmUp() end
+    local t = NOW
+    local created = t
+    if from.warmUp > 0 then created = from.created end
+    s.created = from.created
+    if mode == 'reset' or from.at < t or (from.at == t and from.frac == 0) then return end
+    -- Nonnegative integers past 2^53 (the kernel's BigInts): little-endian limbs of 24
+    -- bits, so a limb product and its carries stay exact doubles. Made only here: a carry
+    -- is once per key and spec change.
+    local B = 16777216
+    local function trim(a)
+      while #a > 0 and a[#a] == 0 do a[#a] = nil end
+      return a
+    end
+    local function big(n)
+      local a = {}
+      while n > 0 do
+        local q = floor(n / B)
+        a[#a + 1] = n - q * B
+        n = q
+      end
+      return a
+    end
+    local function add(a, b)
+      local c, carry = {}, 0
+      local n = #a
+      if #b > n then n = #b end
+      for i = 1, n do
+        local x = (a[i] or 0) + (b[i] or 0) + carry
+        if x >= B then
+          c[i], carry = x - B, 1
+        else
+          c[i], carry = x, 0
+        end
+      end
+      if carry > 0 then c[n + 1] = carry end
+      return c
+    end
+    -- a - b, for a >= b.
+    local function sub(a, b)
+      local c, borrow = {}, 0
+      for i = 1, #a do
+        local x = a[i] - (b[i] or 0) - borrow
+        if x < 0 then
+          c[i], borrow = x + B, 1
+        else
+          c[i], borrow = x, 0
+        end
+      end
+      return trim(c)
+    end
+    local function mul(a, b)
+      local c = {}
+      for i = 1, #a + #b do c[i] = 0 end
+      for i = 1, #a do
+        local carry = 0
+        for j = 1, #b do
+          local x = c[i + j - 1] + a[i] * b[j] + carry
+          carry = floor(x / B)
+          c[i + j - 1] = x - carry * B
+        end
+        local k = i + #b
+        while carry > 0 do
+          local x = c[k] + carry
+          carry = floor(x / B)
+          c[k] = x - carry * B
+          k = k + 1
+        end
+      end
+      return trim(c)
+    end
+    local function cmp(a, b)
+      if #a ~= #b then return #a < #b and -1 or 1 end
+      for i = #a, 1, -1 do
+        if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
+      end
+      return 0
+    end
+    -- floor(a / d) and the remainder, for a safe integer d >= 1.
+    local function divmod(a, d)
+      local q, r = {}, 0
+      for i = #a, 1, -1 do q[i], r = mulAddDivMod(r, B, a[i], d) end
+      return trim(q), r
+    end
+    local function ceilDiv(a, d)
+      local q, r = divmod(a, d)
+      if r > 0 then return add(q, {1}) end
+      return q
+    end
+    -- T in ticks for a key created at `created`, at `at` (us); tau at that interval.
+    local function intervalOf(x, at)
+      if x.warmUp > 0 then return interval(x, at - created) end
+      return x.window
+    end
+    local function toleranceOf(x, iv)
+      local tau = mul(big(x.capacity), big(x.window))
+      if x.warmUp > 0 and cmp(big(iv), tau) > 0 then return big(iv) end
+      return tau
+    end
+    local oldL, newL = big(from.limit), big(s.limit)
+    local oldTat = add(mul(big(from.at), oldL), big(from.frac))
+    local ahead = sub(oldTat, mul(big(t), oldL))
+    local oldInterval, newInterval = intervalOf(from, t), intervalOf(s, t)
+    local oldTolerance, newTolerance = toleranceOf(from, oldInterval), toleranceOf(s, newInterval)
+    local tat
+    if cmp(ahead, oldTolerance) > 0 then
+      -- Debt: paid off at the same instant whatever the mode, tat - tau, from which the new
+      -- tau applies (rounded up to a tick of the new spec). A warm-up key's tau may shrink
+      -- with age: the one at the instant it is paid off.
+      local paidOff = t
+      if from.warmUp > 0 then paidOff = t + waitUs(from, 0) end
+      local oldAt = toleranceOf(from, intervalOf(from, paidOff))
+      local newAt = toleranceOf(s, intervalOf(s, paidOff))
+      tat = add(ceilDiv(mul(sub(oldTat, oldAt), newL), from.limit), newAt)
+    else
+      local credit = sub(oldTolerance, ahead)
+      local oldK, newK = big(from.capacity), big(s.capacity)
+      local oldIv, newIv = big(oldInterval), big(newInterval)
+      -- What the key holds under the new spec, A' x T' in ticks (rounded down), or below 0
+      -- (additive) the debt past tau', rounded up.
+      local held, owed
+      if mode == 'proportional' then
+        held = divmod(divmod(mul(mul(credit, newK), newIv), oldInterval), from.capacity)
+      elseif mode == 'as-is' then
+        if cmp(credit, mul(newK, oldIv)) >= 0 then
+          held = mul(newK, newIv)
+        else
+          held = divmod(mul(credit, newIv), oldInterval)
+        end
+      else
+        -- Additive: A + K' - K, as (credit + K' x T) - K x T.
+        local plus, minus = add(credit, mul(newK, oldIv)), mul(oldK, oldIv)
+        if cmp(plus, minus) >= 0 then
+          held = divmod(mul(sub(plus, minus), newIv), oldInterval)
+        else
+          owed = ceilDiv(mul(sub(minus, plus), newIv), oldInterval)
+        end
+      end
+      local newAhead
+      if owed ~= nil then
+        newAhead = add(newTolerance, owed)
+      else
+        if cmp(held, newTolerance) >= 0 then return end
+        newAhead = sub(newTolerance, held)
+      end
+      tat = add(mul(big(t), newL), newAhead)
+    end
+    local q, r = divmod(tat, s.limit)
+    local at = 0
+    for i = #q, 1, -1 do at = at * B + q[i] end
+    s.at, s.frac = at, r
   end
 end

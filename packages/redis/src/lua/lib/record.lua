@@ -1,6 +1,6 @@
 -- A time-based policy's value for one client key, one Redis string of little-endian
--- doubles: the expiry it was written with (Unix ms), the kernel's state (see each
--- algorithm's read), then, when the key has strikes or a block, its penalty: the
+-- doubles: the expiry it was written with (Unix ms), the spec it was written under (see
+-- readRecord), the kernel's state (see each algorithm's read), then, when the key has strikes or a block, its penalty: the
 -- refusals counted since `since`, the end of its block, and until when they are kept,
 -- in ms as the memory store counts them. One key per policy and client key: a one-policy call touches one key, so
 -- a Cluster slot being migrated serves it (through ASK) instead of answering TRYAGAIN.
@@ -15,12 +15,13 @@ local function exactText(x)
   return string.format('%.17g', x)
 end
 
--- Reads `v` (false: no key, a fresh state) into s. A window's value (an algorithm with a
--- carry) keeps its spec beside the state, after the expiry: limit, window us, slots (0 for
--- a fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint). The
--- key is the policy's name and algorithm, so a value written under another spec of the
--- name is carried over into this one here, as s.carryMode says, and written back
--- (s.dirty): the next call finds its own spec, one string compare.
+-- Reads `v` (false: no key, a fresh state) into s. A value keeps the spec it was written
+-- under beside the state, after the expiry: a window's limit, window us, slots (0 for a
+-- fixed window), penalty ms, refusals before it (the numbers of Policy.fingerprint); a
+-- bucket's as GCRA.header lays them out. The key is the policy's name and algorithm, so a
+-- value written under another spec of the name is carried over into this one here, as
+-- s.carryMode says, and written back (s.dirty): the next call finds its own spec, one
+-- string compare.
 local function readRecord(s, v)
   s.known = v and true or false
   s.expiry = 0
@@ -29,13 +30,22 @@ local function readRecord(s, v)
   local carried = false
   s.header = ''
   if s.alg.carry then
-    s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    if s.alg.header then
+      s.header = s.alg.header(s)
+    else
+      s.header = spack('<ddddd', s.limit, s.window, s.slots or 0, s.blockFor or 0, s.after or 0)
+    end
     if v then
-      at = 49
-      local stored = string.sub(v, 9, 48)
+      at = 9 + #s.header
+      local stored = string.sub(v, 9, at - 1)
       if stored ~= s.header then
-        local from = {}
-        from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        local from
+        if s.alg.spec then
+          from = s.alg.spec(stored)
+        else
+          from = {}
+          from.limit, from.window, from.slots = sunpack('<ddd', stored)
+        end
         at = s.alg.read(from, v, at)
         s.alg.carry(s, from, s.carryMode)
         s.dirty = true

@@ -193,7 +193,7 @@ if NEEDS.s then
   -- current slot), so no permit stops counting earlier; then the total moves by mode:
   -- proportional scales the counts newest first (ceil(u*L'/L) of the suffix sums), as-is
   -- shifts the total by L' - L at the newest end (never below 0), additive keeps every
-  -- count and shifts a debt like as-is when the limit rises.
+  -- count and shifts a debt like as-is (the debt u - L stays, paid at the same instant).
   function SLIDING.carry(s, from, mode)
     s.ring = s.slots + 1
     s.c = {}
@@ -216,7 +216,7 @@ if NEEDS.s then
     local oldLimit = from.limit
     local delta = s.limit - oldLimit
     local shift = 0
-    if mode == 'as-is' or (mode == 'additive' and n > oldLimit and delta > 0) then shift = delta end
+    if mode == 'as-is' or (mode == 'additive' and n > oldLimit) then shift = delta end
     if mode == 'proportional' then
       local before, sum = 0, 0
       for i = 1, #counts do
