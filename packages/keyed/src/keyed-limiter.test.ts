@@ -246,6 +246,77 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(clock.pendingSleeps).toBe(0)
   })
 
+  it('a bad actual cost throws and leaves the reservation open, its time to live running', async () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock })
+    const reservation = limiter.reserve('job', 4)
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => reservation.settle(bad)).toThrow(
+        new RangeError(
+          `keyedLimiter: Reservation.settle: "actual" must be a non-negative safe integer, got ${bad}`,
+        ),
+      )
+    }
+    expect(() => reservation.settle({ job: 1 })).toThrow(
+      new TypeError(
+        'keyedLimiter: Reservation.settle: "actual" names no policy: "job" (policies: "5-per-1h")',
+      ),
+    )
+    expect(limiter.get('job').remaining).toBe(1)
+    // Still open: it settles, and until then its time to live still runs.
+    await clock.advanceAsync(120_000)
+    expect(limiter.get('job').remaining).toBe(5)
+    expect(clock.pendingSleeps).toBe(0)
+    const again = limiter.reserve('job', 4)
+    expect(() => again.settle(-1)).toThrow(RangeError)
+    again.settle(3)
+    expect(limiter.get('job').remaining).toBe(2)
+  })
+
+  it('settles to 0 (an abandoned job) as a number or per policy: the whole estimate back', () => {
+    const clock = new ManualClock()
+    const limiter = llm(clock)
+    limiter.reserve('org', { requests: 1, tokens: 4000 }).settle(0)
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    const settled = limiter
+      .reserve('org', { requests: 1, tokens: 4000 })
+      .settle({ requests: 0, tokens: 0 })
+    expect(settled.policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    // Only the requests are charged: the tokens go back.
+    limiter.reserve('org', { requests: 1, tokens: 4000 }).settle({ requests: 1 })
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 10_000])
+  })
+
+  it('a settle after reservationTtl charges the whole actual cost: its estimate was given back', async () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({
+      clock,
+      reservationTtl: '10m',
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 10_000, window: '1m', algorithm: 'token-bucket' },
+      ],
+    })
+    // A long stream: reserved at 1,000 tokens, still running when its time to live ends.
+    const stream = limiter.reserve('org', { requests: 1, tokens: 1000 })
+    expect(limiter.get('org').policies[1]?.remaining).toBe(9000)
+    await clock.advanceAsync(600_000)
+    // The estimate went back (the request's permit had left its window already).
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    stream.cancel() // already given back: nothing more
+    expect(limiter.get('org').policies[1]?.remaining).toBe(10_000)
+    // It ends, 12,000 tokens used: all of them are charged now, 2,000 beyond the bucket.
+    const settled = stream.settle({ requests: 1, tokens: 12_000 })
+    expect(settled.policies.map((p) => [p.policy, p.remaining, p.allowed])).toEqual([
+      ['requests', 59, true],
+      ['tokens', 0, false],
+    ])
+    // 2,000 tokens of debt and 1 of the next request, at 6 ms a token.
+    expect(limiter.reserve('org', { requests: 1, tokens: 1 }).retryAfterMs).toBe(12_006)
+    expect(() => stream.settle(1)).toThrow('it was already settled')
+    expect(() => stream.cancel()).toThrow('it was already settled')
+  })
+
   it('without a clock, the time to live is a timer that keeps no process alive', () => {
     vi.useFakeTimers()
     const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m' })
@@ -290,6 +361,17 @@ describe('keyedLimiter: bulkheads, keys, bad input', () => {
     expect(limiter.consume(long).allowed).toBe(false)
   })
 
+  it('get and delete take a key as given or as keyFor shows it (a long key’s digest)', () => {
+    const limiter = keyedLimiter({ limit: 2, window: '1h', clock: new ManualClock() })
+    const long = 'x'.repeat(300)
+    limiter.consume(long)
+    expect(limiter.get(long).remaining).toBe(1)
+    // What the events, the logs and keyFor show for it: the key as stored.
+    expect(limiter.get(limiter.keyFor(long)).remaining).toBe(1)
+    limiter.delete(limiter.keyFor(long))
+    expect(limiter.get(long).remaining).toBe(2)
+  })
+
   it('refuses bad costs, keys and options, naming the call and the value, counting nothing', () => {
     const limiter = keyedLimiter({ limit: 5, window: '1m', name: 'api' })
     for (const cost of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
@@ -299,12 +381,28 @@ describe('keyedLimiter: bulkheads, keys, bad input', () => {
     }
     expect(() => limiter.consume('k', '1' as never)).toThrow(TypeError)
     expect(() => limiter.consume('k', { api: -1 })).toThrow(
-      'keyedLimiter.consume: "cost[0]" must be a non-negative safe integer, got -1',
+      'keyedLimiter.consume: "cost.api" must be a non-negative safe integer, got -1',
     )
     expect(() => limiter.consume('', 1)).toThrow(
-      'keyedLimiter.keyFor: "key" must be a non-empty string, got ""',
+      new TypeError('keyedLimiter.consume: "key" must be a non-empty string, got ""'),
     )
-    expect(() => limiter.consume(42 as never)).toThrow(TypeError)
+    expect(() => limiter.consume(42 as never)).toThrow(
+      new TypeError('keyedLimiter.consume: "key" must be a non-empty string, got 42'),
+    )
+    expect(() => limiter.get(undefined as never)).toThrow(
+      new TypeError('keyedLimiter.get: "key" must be a non-empty string, got undefined'),
+    )
+    expect(() => limiter.penalty('')).toThrow('keyedLimiter.penalty: "key"')
+    expect(() => limiter.block('', '1m')).toThrow('keyedLimiter.block: "key"')
+    expect(() => limiter.delete('')).toThrow('keyedLimiter.delete: "key"')
+    expect(() => limiter.keyFor('')).toThrow('keyedLimiter.keyFor: "key"')
+    // A refund or a reward gives something back: 0 is refused in either form, as in consume.
+    expect(() => limiter.reward('k', 0)).toThrow(
+      'keyedLimiter.reward: "cost" must be a positive safe integer, got 0',
+    )
+    expect(() => limiter.reward('k', { api: 0 })).toThrow(
+      'keyedLimiter.reward: "cost" must charge at least one policy (policies: "api"), got {"api":0}',
+    )
     expect(limiter.get('k').remaining).toBe(5)
     expect(() => keyedLimiter({ points: 5 } as never)).toThrow(
       'keyedLimiter: unknown option "points" (use "limit")',
