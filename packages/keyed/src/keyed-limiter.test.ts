@@ -5,6 +5,7 @@ import type { RateLimitEvent } from './events'
 import { boundedKey } from './key'
 import { keyedLimiter } from './keyed-limiter'
 import { memoryStore } from './memory-store'
+import type { RateAlgorithm } from './policy'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -324,6 +325,58 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(limiter.get('job').remaining).toBe(1)
     vi.advanceTimersByTime(120_000)
     expect(limiter.get('job').remaining).toBe(5)
+  })
+})
+
+describe('keyedLimiter: debt, algorithm by algorithm (the README table)', () => {
+  // 10 per 10 s (T = 1 s, capacity 10), a fresh key charged 25 permits in all at `at` ms:
+  // by a penalty, or by a reservation of 1 settled at 25. How long a cost of 1 is
+  // refused, and what is left once it passes.
+  it.each<[RateAlgorithm, number, number, number]>([
+    // tat = at + 25 s; a take waits until tat + 1 s − 10 s: (25 + 1 − 10) × T.
+    ['token-bucket', 0, 16_000, 0],
+    ['token-bucket', 4500, 16_000, 0],
+    // A burst of 1: (25 + 1 − 1) × T.
+    ['leaky-bucket', 0, 25_000, 0],
+    ['leaky-bucket', 4500, 25_000, 0],
+    // A cold key counts 3 T a permit: 25 × 3 s, then 1 s (warm by then) − 10 s.
+    ['warm-up', 0, 66_000, 0],
+    ['warm-up', 4500, 66_000, 0],
+    // Refused until the window ends, whatever the debt; the next window starts afresh.
+    ['fixed-window', 0, 10_000, 9],
+    ['fixed-window', 4500, 5500, 9],
+    // Refused until the permits' slot (1 s) has left the window; then nothing is owed.
+    ['sliding-window', 0, 11_000, 9],
+    ['sliding-window', 4500, 10_500, 9],
+  ])('%s, charged at %i ms: refused for %i ms, then %i left', (algorithm, at, waitMs, left) => {
+    for (const how of ['penalty', 'settle'] as const) {
+      const clock = new ManualClock()
+      const limiter = keyedLimiter({
+        algorithm,
+        limit: 10,
+        window: '10s',
+        clock,
+        ...(algorithm === 'warm-up' ? { warmUp: '30s' } : {}),
+      })
+      clock.advance(at)
+      const after =
+        how === 'penalty' ? limiter.penalty('k', 25) : limiter.reserve('k', 1).settle(25)
+      expect([after.allowed, after.remaining, after.retryAfterMs]).toEqual([false, 0, waitMs])
+      clock.advance(waitMs - 1)
+      expect(limiter.consume('k').allowed).toBe(false)
+      clock.advance(1)
+      const passed = limiter.consume('k')
+      expect([passed.allowed, passed.remaining]).toEqual([true, left])
+    }
+  })
+
+  it('a penalty is no refusal: it counts no strike toward `block`; the next refusal does', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 10, window: '10s', block: { for: '1m' }, clock })
+    const after = limiter.penalty('k', 25)
+    expect([after.blocked, after.retryAfterMs]).toEqual([false, 11_000])
+    const refused = limiter.consume('k')
+    expect([refused.blocked, refused.retryAfterMs]).toEqual([true, 60_000])
   })
 })
 

@@ -54,8 +54,10 @@ export interface KeyedLimiterOptions<S extends Store = Store> extends KeyedPolic
    */
   clock?: Clock
   /**
-   * How long a reservation may stay unsettled: after it, it is cancelled (its estimate
-   * given back, as far as it still counts). Default `'10m'`.
+   * How long a reservation may stay unsettled: after it, its estimate is given back (as
+   * far as it still counts), and a settle that comes later charges the whole actual cost
+   * as debt. A timer of this process (on `clock` when given): a process that dies first
+   * gives nothing back early. Default `'10m'`.
    */
   reservationTtl?: Duration
 }
@@ -107,10 +109,16 @@ export interface Reservation<S extends Store = Store> extends KeyedResult {
   /**
    * Charges the actual cost instead of the estimate: the difference is refunded (as far
    * as it still counts), or the excess charged as debt that later calls wait out. Once.
-   * A policy the actual cost does not name is charged 0 (its estimate is refunded).
+   * 0 (or a policy the actual cost does not name) is charged nothing: its estimate goes
+   * back. After `reservationTtl` the estimate was given back already, so the whole actual
+   * cost is charged, as a penalty. A bad cost throws and leaves the reservation open.
+   * Answers the key's state after it (`allowed`: whether a cost of 1 would pass now).
    */
   settle(actual: KeyedCost): Answer<S, KeyedResult>
-  /** Gives the estimate back, as far as it still counts. Not after `settle`. */
+  /**
+   * Gives the estimate back, as far as it still counts. Not after `settle`; nothing more
+   * after `reservationTtl` or a first `cancel`.
+   */
   cancel(): Answer<S, void>
 }
 
