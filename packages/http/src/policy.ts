@@ -167,6 +167,12 @@ export class MetPolicies {
     })
   }
 
+  /** Forgets every policy met (a reconfiguration: names may stand for other specs now). */
+  clear(): void {
+    this.#byName.clear()
+    this.#pruneAt = FIRST_PRUNE
+  }
+
   /** Every policy met whose state may still exist, in the order first met. */
   list(): readonly Policy[] {
     return Array.from(this.#byName.values(), (entry) => entry.policy)

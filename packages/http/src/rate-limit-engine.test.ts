@@ -690,6 +690,21 @@ describe("RateLimitEngine get, resetKey and keyFor: the keyed limiter's", () => 
     expect(limiter.policies.length).toBe(1100)
   })
 
+  it('after a reconfigure, get reads the policies met since (a name may stand for a new spec)', () => {
+    const limiter = engine({ policies: () => [{ name: 'plan', limit: 2, window: '1m' }] })
+    admit(limiter)
+    expect(limiter.get('10.0.0.1')).toEqual([
+      { policy: 'plan', limit: 2, remaining: 1, resetMs: 66_000 },
+    ])
+    limiter.reconfigure({ policies: () => [{ name: 'plan', limit: 4, window: '1m' }] })
+    expect(limiter.get('10.0.0.1')).toEqual([])
+    admit(limiter)
+    // 1 of 2 used was 2 of 4 (proportional); this request took the third.
+    expect(limiter.get('10.0.0.1')).toEqual([
+      { policy: 'plan', limit: 4, remaining: 1, resetMs: 66_000 },
+    ])
+  })
+
   it('keyFor gives the key as stored; get and resetKey take it, or the key as returned', () => {
     const limiter = engine({ limit: 2, window: '1m', key: header('x-api-key') })
     const long = 'k'.repeat(1000)

@@ -367,6 +367,9 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     }
     const writer = createHeaderWriter(this.#headerMode, source.fixed ?? [], method)
     this.source = source
+    // A name met before may stand for another spec now: reading it under the old one
+    // would carry its keys back to that spec. Policies are met afresh from here.
+    this.#met.clear()
     this.#fixedWriter = writer
     this.queue.wakeAll()
   }
@@ -615,7 +618,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
    * Each policy's current state for `key`, taking nothing: `{ policy, limit, remaining,
    * resetMs }` (remaining 0 while blocked). `key` as `keyFor` gives it, or as the key
    * function returns it (a long key is looked up by its digest); with policies per
-   * request, every policy met whose state may still exist.
+   * request, every policy met (since the last `reconfigure`) whose state may still exist.
    */
   get(key: string): MaybePromise<readonly KeyState[]> {
     const stored = this.core.lookup(`${this.factory}.get`, key)
