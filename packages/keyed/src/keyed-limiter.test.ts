@@ -6,6 +6,8 @@ import { boundedKey } from './key'
 import { keyedLimiter } from './keyed-limiter'
 import { memoryStore } from './memory-store'
 import type { RateAlgorithm } from './policy'
+import type { Store } from './store'
+import { watchWarnings } from './testing/warnings'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -316,6 +318,36 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(limiter.reserve('org', { requests: 1, tokens: 1 }).retryAfterMs).toBe(12_006)
     expect(() => stream.settle(1)).toThrow('it was already settled')
     expect(() => stream.cancel()).toThrow('it was already settled')
+  })
+
+  it('a store failing to give an expired estimate back is reported, not an unhandled rejection', async () => {
+    const clock = new ManualClock()
+    const inner = memoryStore({ clock })
+    const store: Store = {
+      take: (...args) => inner.take(...args),
+      refund: () => Promise.reject(new Error('store down')),
+      force: (...args) => inner.force(...args),
+      block: (...args) => inner.block(...args),
+      release: (...args) => inner.release(...args),
+      get: (...args) => inner.get(...args),
+      reset: (...args) => inner.reset(...args),
+      resetAll: () => inner.resetAll(),
+    }
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock, store })
+    const watch = watchWarnings()
+    try {
+      limiter.reserve('job', 4)
+      await clock.advanceAsync(120_000)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(watch.given).toEqual([
+        [
+          'ERR_SLUICE_REFUND_FAILED',
+          'keyedLimiter: the estimate of a reservation of "job" left unsettled past its reservationTtl could not be given back: Error: store down (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_REFUND_FAILED.md)',
+        ],
+      ])
+    } finally {
+      watch.stop()
+    }
   })
 
   it('without a clock, the time to live is a timer that keeps no process alive', () => {
