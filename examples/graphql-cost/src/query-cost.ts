@@ -93,7 +93,9 @@ export function requestedCost({
 
 /**
  * The actual cost of an operation, from its result: 1 for every object it returned (the
- * same rule as {@link requestedCost}, counted on what came back). At least 1.
+ * same rule as {@link requestedCost}, counted on what came back). 0 when it returned none
+ * (an empty list, or no data after an error): settling to 0 gives the whole reservation
+ * back.
  *
  * @example
  * ```ts
@@ -101,7 +103,8 @@ export function requestedCost({
  * ```
  */
 export function actualCost(data: unknown): number {
-  return Math.max(1, countObjects(data) - 1)
+  // The root object holds the fields asked for; it is not one of them (no data at all: 0).
+  return Math.max(0, countObjects(data) - 1)
 }
 
 function countObjects(value: unknown): number {

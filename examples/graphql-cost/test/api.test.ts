@@ -101,6 +101,13 @@ describe.each(storeKinds())('the GraphQL API on the $name store', (kind) => {
     expectCharged(await query('shop-1', catalog(100, 9)), 1000, 300, 700)
   })
 
+  it('gives the whole reservation back for an operation that returned nothing', async () => {
+    const { api, query, timed } = await start()
+    // No product asked for still reserves 1; nothing came back, so it settles to 0.
+    expectCharged(await query('shop-1', catalog(0, 5)), 1, 0, timed(1000))
+    expect((await api.limiter.get('shop-1')).remaining).toEqual(timed(1000))
+  })
+
   it('counts variables and fragments', async () => {
     const { query, timed } = await start()
     const result = await query(
@@ -140,6 +147,7 @@ describe('the cost rules', () => {
 
   it('counts the objects a result returned', () => {
     expect(actualCost({ items: [{ name: 'a', children: [{ name: 'b' }] }, { name: 'c' }] })).toBe(3)
-    expect(actualCost(null)).toBe(1)
+    expect(actualCost(null)).toBe(0)
+    expect(actualCost({ items: [] })).toBe(0)
   })
 })

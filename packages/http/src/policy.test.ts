@@ -13,7 +13,7 @@ import {
   policyName,
 } from '@sluice/keyed/store'
 import { describe, expect, it } from 'vitest'
-import { type PoliciesOptions, PolicySource } from './policy'
+import { MetPolicies, type PoliciesOptions, PolicySource } from './policy'
 
 describe('compilePolicy', () => {
   it('applies the defaults: sliding window, 100 per minute, named after its spec', () => {
@@ -227,7 +227,6 @@ describe('PolicySource', () => {
     expect(source.fixed?.map((p) => p.name)).toEqual(['10-per-1s'])
     expect(source.resolve({})).toBe(source.fixed)
     expect(source.resolve({})).toBe(source.fixed)
-    expect([...source.known.keys()]).toEqual(['10-per-1s|sliding-window:10:1000:10'])
   })
 
   it('a list of policies is fixed too', () => {
@@ -253,17 +252,12 @@ describe('PolicySource', () => {
       'rateLimit',
     )
     expect(source.fixed).toBeUndefined()
-    expect(source.known.size).toBe(0)
     const free = source.resolve({ plan: 'free' }) as readonly Policy[]
     const pro = source.resolve({ plan: 'pro' }) as readonly Policy[]
     expect(free.map((p) => p.name)).toEqual(['100-per-1h-fixed-window'])
     expect(pro.map((p) => p.name)).toEqual(['1000-per-1h-fixed-window'])
     expect(source.resolve({ plan: 'free' })).toBe(free)
     expect(source.resolve({ plan: 'pro' })).toBe(pro)
-    expect([...source.known.values()].map((p) => p.name)).toEqual([
-      '100-per-1h-fixed-window',
-      '1000-per-1h-fixed-window',
-    ])
   })
 
   it('an async limit function resolves to the cached policies', async () => {
@@ -299,7 +293,6 @@ describe('PolicySource', () => {
     const pro = source.resolve({ plan: 'pro' }) as readonly Policy[]
     expect(pro.map((p) => p.name)).toEqual(['pro', '10000-per-1d'])
     expect(calls).toBe(5)
-    expect(source.known.size).toBe(3)
   })
 
   it('keeps at most 1000 distinct compiled values, dropping the oldest first', () => {
@@ -314,7 +307,6 @@ describe('PolicySource', () => {
     // ...which in turn pushed out 2.
     expect(source.resolve(2)).not.toBe(second)
     expect(source.resolve(1001)).toBe(source.resolve(1001))
-    expect(source.known.size).toBe(1000)
   })
 
   // Issue 24: rateLimit({ window: 1e-300 }) only warned, then spun on its first decision.
@@ -563,5 +555,44 @@ describe('claimPolicies', () => {
       'rateLimit',
     )
     expect(() => claimPolicies(store, [otherWeb], 'rateLimit')).not.toThrow()
+  })
+})
+
+describe('MetPolicies', () => {
+  const plan = (limit: number, options: PolicyOptions = {}) => [
+    compilePolicy({ limit, window: '1m', ...options }, 'rateLimit'),
+  ]
+
+  it('keeps every policy met while its state may last, however many, and drops those surely fresh', () => {
+    const met = new MetPolicies()
+    for (let n = 1; n <= 1100; n++) met.met(plan(n), 0)
+    // More than the 1,000 a middleware keeps compiled: every one is still there.
+    expect(met.list().map((p) => p.limit)).toEqual(Array.from({ length: 1100 }, (_, i) => i + 1))
+    met.met(plan(1), 60_000)
+    // A sliding window of 1 minute is surely fresh 3 minutes after its last take: at
+    // 180 s every plan met at 0 goes, once enough new ones (2,000 in all) call for a look.
+    for (let n = 1101; n <= 2000; n++) met.met(plan(n), 180_000)
+    expect(met.list().length).toBe(901)
+    expect(met.list()[0]?.limit).toBe(1)
+    expect(met.named('1-per-1m')?.limit).toBe(1)
+    expect(met.named('2-per-1m')).toBeUndefined()
+  })
+
+  it('keeps one policy per name, the latest spec; a block and debt make it last longer', () => {
+    const met = new MetPolicies()
+    const api = (limit: number) => [
+      compilePolicy({ name: 'api', limit, window: '1m', algorithm: 'token-bucket' }, 'rateLimit'),
+    ]
+    met.met(api(10), 0)
+    met.met(api(20), 0)
+    expect(met.list().map((p) => [p.name, p.limit])).toEqual([['api', 20]])
+    // 1,000 permits of debt at 3 s each (20 a minute): 3,000 s more than the 3 minutes.
+    met.owe(api(20), [1000], 0)
+    met.met(plan(5, { block: { for: '1h' } }), 0)
+    for (let n = 1; n <= 998; n++) met.met(plan(1000 + n), 0)
+    for (let n = 1; n <= 1000; n++) met.met(plan(5000 + n), 3_179_999)
+    expect(met.named('api')?.limit).toBe(20)
+    expect(met.named('5-per-1m-block-1h')?.limit).toBe(5)
+    expect(met.list().length).toBe(1002)
   })
 })

@@ -42,8 +42,6 @@ const MAX_COMPILED = 1000
 export class PolicySource<Req = unknown> {
   /** The policies when they do not depend on the request; otherwise `undefined`. */
   readonly fixed: readonly Policy[] | undefined
-  /** Every policy compiled so far (for inspection): the fixed ones, or those met since. */
-  readonly known = new Map<string, Policy>()
   readonly #pick: ((req: Req) => unknown) | undefined
   readonly #compile: (value: unknown) => readonly Policy[]
   readonly #byValue = new Map<unknown, readonly Policy[]>()
@@ -88,7 +86,6 @@ export class PolicySource<Req = unknown> {
       this.#compile = () => []
       this.fixed = carried([compilePolicy(single, factory)])
     }
-    for (const policy of this.fixed ?? []) this.known.set(policy.id, policy)
   }
 
   /** The policies for one request. */
@@ -113,11 +110,94 @@ export class PolicySource<Req = unknown> {
         this.#byValue.delete(this.#byValue.keys().next().value)
       }
       this.#byValue.set(key, policies)
-      for (const policy of policies) {
-        if (this.known.size < MAX_COMPILED) this.known.set(policy.id, policy)
-      }
     }
     if (typeof value === 'object' && value !== null) this.#byArray.set(value, policies)
     return policies
   }
+}
+
+/** How often the policies met are looked through for those whose state is surely gone. */
+const FIRST_PRUNE = 1000
+
+/**
+ * The policies a middleware whose policies depend on the request has counted under, one
+ * per name (a policy's state belongs to its name; the latest spec used stands for it), for
+ * `get(key)` and `policies`. Unlike the compiled cache, this is not capped at a number of
+ * policies: a policy is kept while state written under it may still exist, so `get` sees
+ * every plan a key may hold state under, however many plans there are. A policy is
+ * dropped once every key's state under it is surely fresh again: its last use, plus three
+ * windows scaled by its burst (what a take within its capacity leaves, a warm-up bucket's
+ * cold intervals included), plus its block, plus any debt a settle charged. Memory then
+ * follows the number of policies with live state, which the store holds anyway.
+ *
+ * @example
+ * ```ts
+ * const met = new MetPolicies()
+ * met.met(policies, clock.now())
+ * engine.get(key) // reads every policy of met.list()
+ * ```
+ */
+export class MetPolicies {
+  readonly #byName = new Map<string, { policy: Policy; until: number }>()
+  #pruneAt = FIRST_PRUNE
+
+  /** Records a take (or a refusal, which may count a strike) under `policies` at `now`. */
+  met(policies: readonly Policy[], now: number): void {
+    for (const policy of policies) {
+      const entry = this.#byName.get(policy.name)
+      const until = now + freshAfter(policy)
+      if (entry === undefined) {
+        this.#byName.set(policy.name, { policy, until })
+      } else {
+        entry.policy = policy
+        if (until > entry.until) entry.until = until
+      }
+    }
+    if (this.#byName.size >= this.#pruneAt) this.#prune(now)
+  }
+
+  /** Records debt forced on `policies` (`permits` each): their state lasts that much longer. */
+  owe(policies: readonly Policy[], permits: readonly number[], now: number): void {
+    policies.forEach((policy, i) => {
+      const entry = this.#byName.get(policy.name)
+      const owed = permits[i] ?? 0
+      if (entry === undefined || owed === 0 || policy.windowMs === 0) return
+      entry.until =
+        Math.max(entry.until, now + freshAfter(policy)) + (owed * policy.windowMs) / policy.limit
+    })
+  }
+
+  /** Forgets every policy met (a reconfiguration: names may stand for other specs now). */
+  clear(): void {
+    this.#byName.clear()
+    this.#pruneAt = FIRST_PRUNE
+  }
+
+  /** Every policy met whose state may still exist, in the order first met. */
+  list(): readonly Policy[] {
+    return Array.from(this.#byName.values(), (entry) => entry.policy)
+  }
+
+  /** The policy met under `name`, if any. */
+  named(name: string): Policy | undefined {
+    return this.#byName.get(name)?.policy
+  }
+
+  #prune(now: number): void {
+    for (const [name, entry] of this.#byName) if (entry.until <= now) this.#byName.delete(name)
+    // Amortized: the next look waits until as many again have been met.
+    this.#pruneAt = Math.max(FIRST_PRUNE, 2 * this.#byName.size)
+  }
+}
+
+/**
+ * How long after a take every key's state under `policy` is surely fresh again: three
+ * windows, scaled by a bucket's burst (a warm-up bucket's cold interval is three times its
+ * warm one), plus its block. Generous on purpose: it only bounds memory.
+ */
+function freshAfter(policy: Policy): number {
+  const { spec } = policy
+  if (spec.algorithm === 'concurrency') return Number.POSITIVE_INFINITY
+  const burst = 'capacity' in spec ? Math.max(1, spec.capacity / spec.limit) : 1
+  return 3 * spec.window * burst + (policy.block?.forMs ?? 0)
 }

@@ -654,6 +654,70 @@ describe('RateLimitEngine limits per request', () => {
   })
 })
 
+describe("RateLimitEngine get, resetKey and keyFor: the keyed limiter's", () => {
+  it('refuses a key that is not a non-empty string, naming the call and the value', () => {
+    const limiter = engine({ limit: 2 })
+    for (const [key, got] of [
+      [42, '42'],
+      [undefined, 'undefined'],
+      ['', '""'],
+    ] as const) {
+      expect(() => limiter.get(key as never)).toThrow(
+        new TypeError(`rateLimit.get: "key" must be a non-empty string, got ${got}`),
+      )
+      expect(() => limiter.resetKey(key as never)).toThrow(
+        new TypeError(`rateLimit.resetKey: "key" must be a non-empty string, got ${got}`),
+      )
+    }
+  })
+
+  it('get with a limit per request reads every plan a key holds state under, past 1,000', () => {
+    const limiter = engine({
+      limit: (req) => Number(req.headers?.plan),
+      window: '1m',
+      key: () => 'tenant',
+    })
+    for (let plan = 1; plan <= 1100; plan++) admit(limiter, { headers: { plan: String(plan) } })
+    const states = limiter.get('tenant') as readonly { policy: string; remaining: number }[]
+    expect(states.length).toBe(1100)
+    expect(states[0]).toEqual({ policy: '1-per-1m', limit: 1, remaining: 0, resetMs: 66_000 })
+    expect(states[1099]).toEqual({
+      policy: '1100-per-1m',
+      limit: 1100,
+      remaining: 1099,
+      resetMs: 66_000,
+    })
+    expect(limiter.policies.length).toBe(1100)
+  })
+
+  it('after a reconfigure, get reads the policies met since (a name may stand for a new spec)', () => {
+    const limiter = engine({ policies: () => [{ name: 'plan', limit: 2, window: '1m' }] })
+    admit(limiter)
+    expect(limiter.get('10.0.0.1')).toEqual([
+      { policy: 'plan', limit: 2, remaining: 1, resetMs: 66_000 },
+    ])
+    limiter.reconfigure({ policies: () => [{ name: 'plan', limit: 4, window: '1m' }] })
+    expect(limiter.get('10.0.0.1')).toEqual([])
+    admit(limiter)
+    // 1 of 2 used was 2 of 4 (proportional); this request took the third.
+    expect(limiter.get('10.0.0.1')).toEqual([
+      { policy: 'plan', limit: 4, remaining: 1, resetMs: 66_000 },
+    ])
+  })
+
+  it('keyFor gives the key as stored; get and resetKey take it, or the key as returned', () => {
+    const limiter = engine({ limit: 2, window: '1m', key: header('x-api-key') })
+    const long = 'k'.repeat(1000)
+    admit(limiter, { headers: { 'x-api-key': long } })
+    const stored = limiter.keyFor({ headers: { 'x-api-key': long } }) as string
+    expect(stored).toMatch(/^sha256:[\w-]{43}$/)
+    expect((limiter.get(stored) as readonly { remaining: number }[])[0]?.remaining).toBe(1)
+    expect((limiter.get(long) as readonly { remaining: number }[])[0]?.remaining).toBe(1)
+    limiter.resetKey(stored)
+    expect((limiter.get(long) as readonly { remaining: number }[])[0]?.remaining).toBe(2)
+  })
+})
+
 describe('RateLimitEngine penalties', () => {
   // 2 per second; the second refusal within a window blocks the key for 10 s. The
   // refusal that starts the block reports it; requests during the block do not extend it.

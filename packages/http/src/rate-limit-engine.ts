@@ -16,14 +16,16 @@ import {
   costAt,
   emitWarning,
   isPromiseLike,
+  KeyedCore,
   type KeyedCost,
+  livePolicies,
   longestWait,
-  lookupKey,
   type MaybePromise,
   POLICY_OPTIONS,
   type PolicyOptions,
   rateLimitChannel,
-  storeCost,
+  readKeyedCost,
+  totalCost,
   warnIfBareMilliseconds,
 } from '@sluice/keyed/store'
 import { type Decision, primaryIndex } from './decision'
@@ -41,7 +43,7 @@ import {
 } from './engine'
 import { createHeaderWriter, type HeaderMode, type HeaderWriter } from './headers'
 import { ip, type KeyExtractor } from './keys'
-import { type PoliciesOptions, PolicySource } from './policy'
+import { MetPolicies, type PoliciesOptions, PolicySource } from './policy'
 
 /** Options of waiting mode: delay requests over the limit instead of refusing them. */
 export interface WaitingOptions {
@@ -205,10 +207,13 @@ const RECONFIGURE_HINTS: Readonly<Record<string, string>> = {
 
 /**
  * The framework-neutral rate limiter an adapter wraps. It compiles and validates the
- * options once; per request it runs skip → key → policies → cost → `store.take` (all
- * policies, atomically, FIFO per key in waiting mode) → decision, writes the headers
- * (and `Retry-After` on a refusal) through the response accessors, publishes the
- * `sluice:rate-limit` event, and hands the adapter an {@link Outcome}.
+ * options once; per request it runs skip → key → policies → cost → take (all policies,
+ * atomically, FIFO per key in waiting mode) → decision, writes the headers (and
+ * `Retry-After` on a refusal) through the response accessors, publishes the
+ * `sluice:rate-limit` event, and hands the adapter an {@link Outcome}. Its keyed part is
+ * the keyed limiter's (`KeyedCore` of `@sluice/keyed`): the same key forms, cost checks,
+ * store calls, settles and events as `keyedLimiter`, and `get`, `resetKey` and `keyFor`
+ * read keys as it does.
  *
  * @example
  * ```ts
@@ -220,6 +225,10 @@ const RECONFIGURE_HINTS: Readonly<Record<string, string>> = {
 export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, Res> {
   /** The middleware's policies, or those met so far when they depend on the request. */
   source: PolicySource<Req>
+  /** The keyed path this middleware's keys take: the keyed limiter's. */
+  readonly core: KeyedCore
+  /** With policies per request: every one met whose state may still exist (for `get`). */
+  readonly #met = new MetPolicies()
   readonly dryRun: boolean
   readonly #cost: KeyedCost
   readonly #costOf: ((req: Req) => KeyedCost | Promise<KeyedCost>) | undefined
@@ -245,6 +254,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     })
     const { factory } = this
     const options = this.given as RateLimitOptions<Req, Res>
+    this.core = new KeyedCore(this.store)
     this.source = new PolicySource<Req>(options as PoliciesOptions, factory)
     if (this.source.fixed !== undefined) claimPolicies(this.store, this.source.fixed, factory)
     const { cost = 1 } = options
@@ -253,7 +263,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       this.#costOf = cost
     } else if (typeof cost === 'object' && cost !== null) {
       // Checked against the policies now when they are fixed, else per request.
-      if (this.source.fixed !== undefined) storeCost(factory, this.source.fixed, cost)
+      if (this.source.fixed !== undefined)
+        readKeyedCost(factory, 'cost', this.source.fixed, cost, 1)
       this.#cost = cost
       this.#costOf = undefined
     } else {
@@ -338,9 +349,9 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         ? { ...given, name: old[0]!.name }
         : given
     const source = new PolicySource<Req>(named, method, carry)
-    const known = this.source.known
     for (const policy of source.fixed ?? []) {
-      const before = [...known.values()].find((p) => p.name === policy.name)
+      const before =
+        this.source.fixed?.find((p) => p.name === policy.name) ?? this.#met.named(policy.name)
       if (before !== undefined && before.spec.algorithm !== policy.spec.algorithm) {
         throw new TypeError(
           `${method}: "algorithm" must stay '${before.spec.algorithm}' for policy "${policy.name}" (state carries over only within one algorithm: give the policy another name to start it afresh), got '${policy.spec.algorithm}'`,
@@ -349,11 +360,16 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     }
     if (source.fixed !== undefined) {
       const cost = (this.given as RateLimitOptions<Req, Res>).cost
-      if (typeof cost === 'object' && cost !== null) storeCost(method, source.fixed, cost)
+      if (typeof cost === 'object' && cost !== null) {
+        readKeyedCost(method, 'cost', source.fixed, cost, 1)
+      }
       claimPolicies(this.store, source.fixed, method)
     }
     const writer = createHeaderWriter(this.#headerMode, source.fixed ?? [], method)
     this.source = source
+    // A name met before may stand for another spec now: reading it under the old one
+    // would carry its keys back to that spec. Policies are met afresh from here.
+    this.#met.clear()
     this.#fixedWriter = writer
     this.queue.wakeAll()
   }
@@ -364,14 +380,15 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
    * does not bring the old spec back), else `policies` themselves.
    */
   #live(policies: readonly Policy[]): readonly Policy[] {
-    const fixed = this.source.fixed
-    if (fixed === undefined || policies === fixed) return policies
-    return policies.map((policy) => fixed.find((p) => p.name === policy.name) ?? policy)
+    return livePolicies(policies, this.source.fixed)
   }
 
-  /** The policies of a request, for inspection (`get`): the fixed ones, or every one met so far. */
+  /**
+   * The policies of a request, for inspection (`get`): the fixed ones, or every one met
+   * whose state may still exist.
+   */
   get policies(): readonly Policy[] {
-    return this.source.fixed ?? [...this.source.known.values()]
+    return this.source.fixed ?? this.#met.list()
   }
 
   #writer(policies: readonly Policy[]): HeaderWriter | undefined {
@@ -466,9 +483,15 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     if (fixed !== undefined) return this.#costed(req, res, key, fixed)
     const policies = this.source.resolve(req)
     if (isPromiseLike(policies)) {
-      return Promise.resolve(policies).then((p) => this.#costed(req, res, key, p))
+      return Promise.resolve(policies).then((p) => this.#costed(req, res, key, this.#meet(p)))
     }
-    return this.#costed(req, res, key, policies)
+    return this.#costed(req, res, key, this.#meet(policies))
+  }
+
+  /** Policies picked for a request: met now, so `get` reads them while their state may last. */
+  #meet(policies: readonly Policy[]): readonly Policy[] {
+    this.#met.met(policies, this.clock.now())
+    return policies
   }
 
   #costed(req: Req, res: Res, key: string, policies: readonly Policy[]): MaybePromise<Outcome> {
@@ -486,22 +509,9 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     return this.#take(req, res, key, policies, this.#checkCost(cost, policies))
   }
 
-  /** A cost as the store takes it, for this request's policies. */
+  /** What `cost` gave (returned, or an object per policy), as the store takes it. */
   #checkCost(cost: unknown, policies: readonly Policy[]): Cost {
-    return this.#readCost('cost', cost, policies, 1)
-  }
-
-  /**
-   * What a `cost` or `settle` function returned, as the store takes it: an integer of at
-   * least `least` for every policy, or `{ [policyName]: n }`.
-   */
-  #readCost(option: string, cost: unknown, policies: readonly Policy[], least: 0 | 1): Cost {
-    if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= least) return cost
-    if (typeof cost === 'object' && cost !== null && !Array.isArray(cost)) {
-      return storeCost(`${this.factory}: "${option}"`, policies, cost, least === 1)
-    }
-    const rule = least === 1 ? 'a positive integer' : 'a non-negative integer'
-    throw typeError(this.factory, option, `must return ${rule} or { [policyName]: number }`, cost)
+    return readKeyedCost(this.factory, 'cost', policies, cost, 1, true)
   }
 
   #take(
@@ -517,7 +527,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         this.#decided(req, res, key, policies, cost, taken),
       )
     }
-    const taken = this.store.take(key, policies, cost)
+    const taken = this.core.take(key, policies, cost)
     if (isPromiseLike(taken)) {
       return Promise.resolve(taken).then((t) => this.#taken(req, res, key, policies, cost, t))
     }
@@ -562,7 +572,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       let taken = first
       for (;;) {
         if (this.queue.isHead(me)) {
-          taken ??= await this.store.take(key, this.#live(policies), cost)
+          taken ??= await this.core.take(key, this.#live(policies), cost)
           if (taken.allowed) return taken
           const retryAfterMs = longestWait(taken.results)
           if (!(this.clock.now() + retryAfterMs <= deadline)) return taken
@@ -582,7 +592,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
 
   /** The current state, for a request refused without taking (queue full, timed out). */
   async #current(key: string, policies: readonly Policy[]): Promise<TakeResult> {
-    return { allowed: false, results: await this.store.get(key, policies) }
+    return { allowed: false, results: await this.core.get(key, policies) }
   }
 
   #decided(
@@ -600,17 +610,19 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       const shown = decided.results[primaryIndex(decided.results, false)]!
       this.writeRetryAfter(res, decided.retryAfterMs, shown.policy.windowMs)
     }
-    if (rateLimitChannel.hasSubscribers) publish(decided)
+    if (rateLimitChannel.hasSubscribers) this.core.publish(key, cost, taken, decided.enforced)
     return new RateLimitOutcome(this, req, res, decided, true)
   }
 
   /**
    * Each policy's current state for `key`, taking nothing: `{ policy, limit, remaining,
-   * resetMs }` (remaining 0 while blocked).
+   * resetMs }` (remaining 0 while blocked). `key` as `keyFor` gives it, or as the key
+   * function returns it (a long key is looked up by its digest); with policies per
+   * request, every policy met (since the last `reconfigure`) whose state may still exist.
    */
   get(key: string): MaybePromise<readonly KeyState[]> {
-    const policies = this.policies
-    const states = this.store.get(lookupKey(key), policies)
+    const stored = this.core.lookup(`${this.factory}.get`, key)
+    const states = this.core.get(stored, this.policies)
     if (isPromiseLike(states)) return Promise.resolve(states).then(toKeyStates)
     return toKeyStates(states)
   }
@@ -621,10 +633,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
    * that holds the key, so no plan's state survives.
    */
   resetKey(key: string): MaybePromise<void> {
-    const stored = lookupKey(key)
-    return this.source.fixed === undefined
-      ? this.store.reset(stored)
-      : this.store.reset(stored, this.policies)
+    const stored = this.core.lookup(`${this.factory}.resetKey`, key)
+    return this.core.reset(stored, this.source.fixed)
   }
 
   /**
@@ -638,7 +648,8 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
   /**
    * After the response, with `settle`: charges the request's actual cost instead of its
    * estimate, whether the response finished or its client left (the callback's `res`
-   * tells which). Returns the store calls still under way (their failure reported).
+   * tells which), as a keyed reservation's `settle` does. Returns the store calls still
+   * under way (their failure reported).
    */
   #settleActual(req: Req, res: Res, decided: Decision): Promise<void> | undefined {
     if (!decided.allowed) return undefined
@@ -648,21 +659,13 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
         'ERR_SLUICE_SETTLE_FAILED',
         `settle or the store failed after the response, so the estimate stands: ${String(error)}`,
       )
-    const policies = decided.results.map((r) => r.policy)
+    const taken = decided.results.map((r) => r.policy)
     const apply = (actual: unknown): MaybePromise<unknown> => {
-      const real = this.#readCost('settle', actual, policies, 0)
-      const estimate = decided.charged
-      const back = policies.map((_, i) => Math.max(0, costAt(estimate, i) - costAt(real, i)))
-      const more = policies.map((_, i) => Math.max(0, costAt(real, i) - costAt(estimate, i)))
+      const policies = this.#live(taken)
+      const real = readKeyedCost(this.factory, 'settle', policies, actual, 0, true)
       const receipts = decided.results.map((r) => r.receipt)
-      const refunded = back.some((n) => n > 0)
-        ? this.store.refund(decided.key, this.#live(policies), back, receipts)
-        : undefined
-      const force = () =>
-        more.some((n) => n > 0)
-          ? this.store.force(decided.key, this.#live(policies), more)
-          : undefined
-      return isPromiseLike(refunded) ? Promise.resolve(refunded).then(force) : force()
+      if (this.source.fixed === undefined) this.#owe(policies, decided.charged, real)
+      return this.core.settle(decided.key, policies, decided.charged, real, receipts, false)
     }
     try {
       const actual = this.settleCost!(req, res)
@@ -672,6 +675,12 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
       report(error)
     }
     return undefined
+  }
+
+  /** A settle above the estimate under policies per request: their state lasts longer. */
+  #owe(policies: readonly Policy[], estimate: Cost, actual: Cost): void {
+    const more = policies.map((_, i) => Math.max(0, costAt(actual, i) - costAt(estimate, i)))
+    if (more.some((n) => n > 0)) this.#met.owe(policies, more, this.clock.now())
   }
 
   /**
@@ -686,7 +695,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     if (refundWhen === undefined || gone || !decided.allowed) return undefined
     const refund = () => {
       const receipts = decided.results.map((r) => r.receipt)
-      return this.store.refund(
+      return this.core.refund(
         decided.key,
         this.#live(decided.results.map((r) => r.policy)),
         decided.charged,
@@ -803,25 +812,8 @@ export function decision(taken: TakeResult, key: string, cost: Cost, enforced = 
     key,
     policy: shown.policy.name,
     retryAfterMs: allowed ? 0 : longestWait(taken.results),
-    cost: typeof cost === 'number' ? cost : cost.reduce((sum, c) => sum + c, 0),
+    cost: totalCost(cost),
     charged: cost,
     results,
   }
-}
-
-function publish(decided: Decision): void {
-  rateLimitChannel.publish({
-    key: decided.key,
-    policy: decided.policy,
-    allowed: decided.allowed,
-    enforced: decided.enforced,
-    remaining: decided.remaining,
-    cost: decided.cost,
-    retryAfterMs: decided.retryAfterMs,
-    policies: decided.results.map((r) => ({
-      name: r.policy.name,
-      allowed: r.allowed,
-      remaining: r.remaining,
-    })),
-  })
 }

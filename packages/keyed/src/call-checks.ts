@@ -74,28 +74,45 @@ export type KeyedCost = number | Readonly<Record<string, number>>
 const positions = new WeakMap<readonly Policy[], ReadonlyMap<string, number>>()
 
 /**
- * A keyed cost as a store takes it (a number, or one number per policy), checked: errors
- * name `method`, and a name that is none of the policies' lists them.
+ * A keyed cost as a store takes it (a number, or one number per policy), checked by the
+ * one rule of every keyed call: a safe integer of at least `least` charged to every
+ * policy, or `{ [policyName]: n }` (a policy not named is charged 0) charging at least one
+ * policy when `least` is 1. `least` is 0 only for an actual cost a settle charges, which
+ * may be nothing at all (an abandoned job): then the number 0 comes back, which no store
+ * takes (the settle computes what to refund and force from it). Errors name `method`,
+ * the `option` (`cost`, or a settle's `actual`) and the value; with `returned`, the
+ * option is a function and its answer was wrong ("must return ..."); a name that is
+ * none of the policies' lists them.
  *
  * @example
  * ```ts
- * storeCost('keyedLimiter.consume', [requests, tokens], { tokens: 1200 }) // [0, 1200]
+ * readKeyedCost('keyedLimiter.consume', 'cost', [requests, tokens], { tokens: 1200 }, 1) // [0, 1200]
+ * readKeyedCost('keyedLimiter.consume', 'cost', [requests], 0, 1) // RangeError: keyedLimiter.consume: "cost" must be a positive safe integer, got 0
  * ```
  */
-export function storeCost(
+export function readKeyedCost(
   method: string,
+  option: string,
   policies: readonly Policy[],
   cost: unknown,
-  /** False for a settle's actual cost, which may be nothing at all. */
-  chargesSomething = true,
+  least: 0 | 1,
+  returned = false,
 ): Cost {
-  if (typeof cost === 'number') {
-    checkCost(method, cost, policies.length)
-    return cost
-  }
+  if (typeof cost === 'number' && cost >= least && Number.isSafeInteger(cost)) return cost
   if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
+    const positive = least === 1 ? 'positive' : 'non-negative'
+    if (returned) {
+      throw new TypeError(
+        `${method}: "${option}" must return a ${positive} integer or { [policyName]: number }, got ${describe(cost)}`,
+      )
+    }
+    if (typeof cost === 'number') {
+      throw new RangeError(
+        `${method}: "${option}" must be a ${positive} safe integer, got ${describe(cost)}`,
+      )
+    }
     throw new TypeError(
-      `${method}: "cost" must be a positive integer or { [policyName]: number }, got ${describe(cost)}`,
+      `${method}: "${option}" must be a ${positive} integer or { [policyName]: number }, got ${describe(cost)}`,
     )
   }
   let names = positions.get(policies)
@@ -103,20 +120,25 @@ export function storeCost(
     names = new Map(policies.map((policy, i) => [policy.name, i]))
     positions.set(policies, names)
   }
+  const list = () => policies.map((p) => `"${p.name}"`).join(', ')
   const costs = new Array<number>(policies.length).fill(0)
   for (const [name, value] of Object.entries(cost)) {
     const index = names.get(name)
     if (index === undefined) {
       throw new TypeError(
-        `${method}: "cost" names no policy: ${describe(name)} (policies: ${policies.map((p) => `"${p.name}"`).join(', ')})`,
+        `${method}: "${option}" names no policy: ${describe(name)} (policies: ${list()})`,
       )
     }
-    costs[index] = value as number
+    if (!isCost(value)) {
+      throw new RangeError(
+        `${method}: "${option}.${name}" must be a non-negative safe integer, got ${describe(value)}`,
+      )
+    }
+    costs[index] = value
   }
-  checkCost(method, costs, policies.length)
-  if (chargesSomething && costs.every((c) => c === 0)) {
+  if (least === 1 && costs.every((c) => c === 0)) {
     throw new RangeError(
-      `${method}: "cost" must charge at least one policy (policies: ${policies.map((p) => `"${p.name}"`).join(', ')}), got ${describe(cost)}`,
+      `${method}: "${option}" must charge at least one policy (policies: ${list()}), got ${JSON.stringify(cost)}`,
     )
   }
   return costs

@@ -1,4 +1,5 @@
 import { sha256 } from '@noble/hashes/sha2'
+import { describe } from '@sluice/core/validation'
 
 /**
  * Longest key a store keeps verbatim. A longer one (a 16 KB header value used as a key,
@@ -69,4 +70,20 @@ const DIGEST_FORM = /^sha256:[A-Za-z0-9_-]{43}$/
  */
 export function lookupKey(key: string): string {
   return key.length === DIGEST_LENGTH && DIGEST_FORM.test(key) ? key : storedKey(key)
+}
+
+/**
+ * Checks a key handed to a keyed call (a keyed limiter's, or a middleware's `get` and
+ * `resetKey`): a non-empty string. The error names the call and the value, so `get(42)`
+ * does not fail deep inside a store.
+ *
+ * @example
+ * ```ts
+ * checkKey('rateLimit.get', '') // TypeError: rateLimit.get: "key" must be a non-empty string, got ""
+ * ```
+ */
+export function checkKey(method: string, key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key === '') {
+    throw new TypeError(`${method}: "key" must be a non-empty string, got ${describe(key)}`)
+  }
 }

@@ -5,6 +5,9 @@ import type { RateLimitEvent } from './events'
 import { boundedKey } from './key'
 import { keyedLimiter } from './keyed-limiter'
 import { memoryStore } from './memory-store'
+import type { RateAlgorithm } from './policy'
+import type { Store } from './store'
+import { watchWarnings } from './testing/warnings'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -246,6 +249,107 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(clock.pendingSleeps).toBe(0)
   })
 
+  it('a bad actual cost throws and leaves the reservation open, its time to live running', async () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock })
+    const reservation = limiter.reserve('job', 4)
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => reservation.settle(bad)).toThrow(
+        new RangeError(
+          `keyedLimiter: Reservation.settle: "actual" must be a non-negative safe integer, got ${bad}`,
+        ),
+      )
+    }
+    expect(() => reservation.settle({ job: 1 })).toThrow(
+      new TypeError(
+        'keyedLimiter: Reservation.settle: "actual" names no policy: "job" (policies: "5-per-1h")',
+      ),
+    )
+    expect(limiter.get('job').remaining).toBe(1)
+    // Still open: it settles, and until then its time to live still runs.
+    await clock.advanceAsync(120_000)
+    expect(limiter.get('job').remaining).toBe(5)
+    expect(clock.pendingSleeps).toBe(0)
+    const again = limiter.reserve('job', 4)
+    expect(() => again.settle(-1)).toThrow(RangeError)
+    again.settle(3)
+    expect(limiter.get('job').remaining).toBe(2)
+  })
+
+  it('settles to 0 (an abandoned job) as a number or per policy: the whole estimate back', () => {
+    const clock = new ManualClock()
+    const limiter = llm(clock)
+    limiter.reserve('org', { requests: 1, tokens: 4000 }).settle(0)
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    const settled = limiter
+      .reserve('org', { requests: 1, tokens: 4000 })
+      .settle({ requests: 0, tokens: 0 })
+    expect(settled.policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    // Only the requests are charged: the tokens go back.
+    limiter.reserve('org', { requests: 1, tokens: 4000 }).settle({ requests: 1 })
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([59, 10_000])
+  })
+
+  it('a settle after reservationTtl charges the whole actual cost: its estimate was given back', async () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({
+      clock,
+      reservationTtl: '10m',
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 10_000, window: '1m', algorithm: 'token-bucket' },
+      ],
+    })
+    // A long stream: reserved at 1,000 tokens, still running when its time to live ends.
+    const stream = limiter.reserve('org', { requests: 1, tokens: 1000 })
+    expect(limiter.get('org').policies[1]?.remaining).toBe(9000)
+    await clock.advanceAsync(600_000)
+    // The estimate went back (the request's permit had left its window already).
+    expect(limiter.get('org').policies.map((p) => p.remaining)).toEqual([60, 10_000])
+    stream.cancel() // already given back: nothing more
+    expect(limiter.get('org').policies[1]?.remaining).toBe(10_000)
+    // It ends, 12,000 tokens used: all of them are charged now, 2,000 beyond the bucket.
+    const settled = stream.settle({ requests: 1, tokens: 12_000 })
+    expect(settled.policies.map((p) => [p.policy, p.remaining, p.allowed])).toEqual([
+      ['requests', 59, true],
+      ['tokens', 0, false],
+    ])
+    // 2,000 tokens of debt and 1 of the next request, at 6 ms a token.
+    expect(limiter.reserve('org', { requests: 1, tokens: 1 }).retryAfterMs).toBe(12_006)
+    expect(() => stream.settle(1)).toThrow('it was already settled')
+    expect(() => stream.cancel()).toThrow('it was already settled')
+  })
+
+  it('a store failing to give an expired estimate back is reported, not an unhandled rejection', async () => {
+    const clock = new ManualClock()
+    const inner = memoryStore({ clock })
+    const store: Store = {
+      take: (...args) => inner.take(...args),
+      refund: () => Promise.reject(new Error('store down')),
+      force: (...args) => inner.force(...args),
+      block: (...args) => inner.block(...args),
+      release: (...args) => inner.release(...args),
+      get: (...args) => inner.get(...args),
+      reset: (...args) => inner.reset(...args),
+      resetAll: () => inner.resetAll(),
+    }
+    const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m', clock, store })
+    const watch = watchWarnings()
+    try {
+      limiter.reserve('job', 4)
+      await clock.advanceAsync(120_000)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(watch.given).toEqual([
+        [
+          'ERR_SLUICE_REFUND_FAILED',
+          'keyedLimiter: the estimate of a reservation of "job" left unsettled past its reservationTtl could not be given back: Error: store down (see https://github.com/sluice-js/sluice/blob/main/docs/warnings/ERR_SLUICE_REFUND_FAILED.md)',
+        ],
+      ])
+    } finally {
+      watch.stop()
+    }
+  })
+
   it('without a clock, the time to live is a timer that keeps no process alive', () => {
     vi.useFakeTimers()
     const limiter = keyedLimiter({ limit: 5, window: '1h', reservationTtl: '2m' })
@@ -253,6 +357,58 @@ describe('keyedLimiter: reserve and settle', () => {
     expect(limiter.get('job').remaining).toBe(1)
     vi.advanceTimersByTime(120_000)
     expect(limiter.get('job').remaining).toBe(5)
+  })
+})
+
+describe('keyedLimiter: debt, algorithm by algorithm (the README table)', () => {
+  // 10 per 10 s (T = 1 s, capacity 10), a fresh key charged 25 permits in all at `at` ms:
+  // by a penalty, or by a reservation of 1 settled at 25. How long a cost of 1 is
+  // refused, and what is left once it passes.
+  it.each<[RateAlgorithm, number, number, number]>([
+    // tat = at + 25 s; a take waits until tat + 1 s − 10 s: (25 + 1 − 10) × T.
+    ['token-bucket', 0, 16_000, 0],
+    ['token-bucket', 4500, 16_000, 0],
+    // A burst of 1: (25 + 1 − 1) × T.
+    ['leaky-bucket', 0, 25_000, 0],
+    ['leaky-bucket', 4500, 25_000, 0],
+    // A cold key counts 3 T a permit: 25 × 3 s, then 1 s (warm by then) − 10 s.
+    ['warm-up', 0, 66_000, 0],
+    ['warm-up', 4500, 66_000, 0],
+    // Refused until the window ends, whatever the debt; the next window starts afresh.
+    ['fixed-window', 0, 10_000, 9],
+    ['fixed-window', 4500, 5500, 9],
+    // Refused until the permits' slot (1 s) has left the window; then nothing is owed.
+    ['sliding-window', 0, 11_000, 9],
+    ['sliding-window', 4500, 10_500, 9],
+  ])('%s, charged at %i ms: refused for %i ms, then %i left', (algorithm, at, waitMs, left) => {
+    for (const how of ['penalty', 'settle'] as const) {
+      const clock = new ManualClock()
+      const limiter = keyedLimiter({
+        algorithm,
+        limit: 10,
+        window: '10s',
+        clock,
+        ...(algorithm === 'warm-up' ? { warmUp: '30s' } : {}),
+      })
+      clock.advance(at)
+      const after =
+        how === 'penalty' ? limiter.penalty('k', 25) : limiter.reserve('k', 1).settle(25)
+      expect([after.allowed, after.remaining, after.retryAfterMs]).toEqual([false, 0, waitMs])
+      clock.advance(waitMs - 1)
+      expect(limiter.consume('k').allowed).toBe(false)
+      clock.advance(1)
+      const passed = limiter.consume('k')
+      expect([passed.allowed, passed.remaining]).toEqual([true, left])
+    }
+  })
+
+  it('a penalty is no refusal: it counts no strike toward `block`; the next refusal does', () => {
+    const clock = new ManualClock()
+    const limiter = keyedLimiter({ limit: 10, window: '10s', block: { for: '1m' }, clock })
+    const after = limiter.penalty('k', 25)
+    expect([after.blocked, after.retryAfterMs]).toEqual([false, 11_000])
+    const refused = limiter.consume('k')
+    expect([refused.blocked, refused.retryAfterMs]).toEqual([true, 60_000])
   })
 })
 
@@ -290,6 +446,17 @@ describe('keyedLimiter: bulkheads, keys, bad input', () => {
     expect(limiter.consume(long).allowed).toBe(false)
   })
 
+  it('get and delete take a key as given or as keyFor shows it (a long key’s digest)', () => {
+    const limiter = keyedLimiter({ limit: 2, window: '1h', clock: new ManualClock() })
+    const long = 'x'.repeat(300)
+    limiter.consume(long)
+    expect(limiter.get(long).remaining).toBe(1)
+    // What the events, the logs and keyFor show for it: the key as stored.
+    expect(limiter.get(limiter.keyFor(long)).remaining).toBe(1)
+    limiter.delete(limiter.keyFor(long))
+    expect(limiter.get(long).remaining).toBe(2)
+  })
+
   it('refuses bad costs, keys and options, naming the call and the value, counting nothing', () => {
     const limiter = keyedLimiter({ limit: 5, window: '1m', name: 'api' })
     for (const cost of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
@@ -299,12 +466,28 @@ describe('keyedLimiter: bulkheads, keys, bad input', () => {
     }
     expect(() => limiter.consume('k', '1' as never)).toThrow(TypeError)
     expect(() => limiter.consume('k', { api: -1 })).toThrow(
-      'keyedLimiter.consume: "cost[0]" must be a non-negative safe integer, got -1',
+      'keyedLimiter.consume: "cost.api" must be a non-negative safe integer, got -1',
     )
     expect(() => limiter.consume('', 1)).toThrow(
-      'keyedLimiter.keyFor: "key" must be a non-empty string, got ""',
+      new TypeError('keyedLimiter.consume: "key" must be a non-empty string, got ""'),
     )
-    expect(() => limiter.consume(42 as never)).toThrow(TypeError)
+    expect(() => limiter.consume(42 as never)).toThrow(
+      new TypeError('keyedLimiter.consume: "key" must be a non-empty string, got 42'),
+    )
+    expect(() => limiter.get(undefined as never)).toThrow(
+      new TypeError('keyedLimiter.get: "key" must be a non-empty string, got undefined'),
+    )
+    expect(() => limiter.penalty('')).toThrow('keyedLimiter.penalty: "key"')
+    expect(() => limiter.block('', '1m')).toThrow('keyedLimiter.block: "key"')
+    expect(() => limiter.delete('')).toThrow('keyedLimiter.delete: "key"')
+    expect(() => limiter.keyFor('')).toThrow('keyedLimiter.keyFor: "key"')
+    // A refund or a reward gives something back: 0 is refused in either form, as in consume.
+    expect(() => limiter.reward('k', 0)).toThrow(
+      'keyedLimiter.reward: "cost" must be a positive safe integer, got 0',
+    )
+    expect(() => limiter.reward('k', { api: 0 })).toThrow(
+      'keyedLimiter.reward: "cost" must charge at least one policy (policies: "api"), got {"api":0}',
+    )
     expect(limiter.get('k').remaining).toBe(5)
     expect(() => keyedLimiter({ points: 5 } as never)).toThrow(
       'keyedLimiter: unknown option "points" (use "limit")',

@@ -7,11 +7,11 @@ import {
   readPositiveInteger,
   typeError,
 } from '@sluice/core/validation'
-import { type KeyedCost, storeCost } from './call-checks'
+import { type KeyedCost, readKeyedCost } from './call-checks'
 import { rateLimitChannel } from './events'
-import { storedKey } from './key'
+import { andThen, KeyedCore, livePolicies } from './keyed-core'
 import { isPromiseLike, type MaybePromise } from './maybe-promise'
-import { type MemoryStore, memoryStore } from './memory-store'
+import { isMemoryStore, type MemoryStore, memoryStore } from './memory-store'
 import {
   checkCarries,
   claimPolicies,
@@ -25,7 +25,7 @@ import {
 } from './policy'
 import { longestWait, primaryIndex } from './primary'
 import { readStore } from './read-store'
-import type { Cost, Lease, Policy, PolicyResult, Store, TakeResult } from './store'
+import type { Cost, Lease, Policy, PolicyResult, Store, TakeBuffer, TakeResult } from './store'
 import { createdInsideRequest, emitWarning, warnIfBareMilliseconds } from './warnings'
 
 export type { KeyedCost }
@@ -54,8 +54,10 @@ export interface KeyedLimiterOptions<S extends Store = Store> extends KeyedPolic
    */
   clock?: Clock
   /**
-   * How long a reservation may stay unsettled: after it, it is cancelled (its estimate
-   * given back, as far as it still counts). Default `'10m'`.
+   * How long a reservation may stay unsettled: after it, its estimate is given back (as
+   * far as it still counts), and a settle that comes later charges the whole actual cost
+   * as debt. A timer of this process (on `clock` when given): a process that dies first
+   * gives nothing back early. Default `'10m'`.
    */
   reservationTtl?: Duration
 }
@@ -107,10 +109,16 @@ export interface Reservation<S extends Store = Store> extends KeyedResult {
   /**
    * Charges the actual cost instead of the estimate: the difference is refunded (as far
    * as it still counts), or the excess charged as debt that later calls wait out. Once.
-   * A policy the actual cost does not name is charged 0 (its estimate is refunded).
+   * 0 (or a policy the actual cost does not name) is charged nothing: its estimate goes
+   * back. After `reservationTtl` the estimate was given back already, so the whole actual
+   * cost is charged, as a penalty. A bad cost throws and leaves the reservation open.
+   * Answers the key's state after it (`allowed`: whether a cost of 1 would pass now).
    */
   settle(actual: KeyedCost): Answer<S, KeyedResult>
-  /** Gives the estimate back, as far as it still counts. Not after `settle`. */
+  /**
+   * Gives the estimate back, as far as it still counts. Not after `settle`; nothing more
+   * after `reservationTtl` or a first `cancel`.
+   */
   cancel(): Answer<S, void>
 }
 
@@ -243,10 +251,18 @@ class Keyed implements KeyedLimiter<Store> {
   name: string
   policies: readonly Policy[]
   readonly store: Store
+  readonly core: KeyedCore
   readonly #ttlMs: number
   /** The clock the reservations' time to live runs on, when one was given. */
   readonly #clock: Clock | undefined
   readonly #slots: boolean
+  /**
+   * The answer a memory store fills for a take under one policy, reused by every such
+   * take: the store writes it before it returns, and {@link Answered} copies what it
+   * keeps, so `consume` allocates nothing but its answer. Undefined for any other store
+   * (one answering later could fill it while another call reads it).
+   */
+  readonly #buffer: TakeBuffer | undefined
 
   constructor(options: KeyedLimiterOptions) {
     const given = readOptions(FACTORY, options, OPTIONS, HINTS) as KeyedLimiterOptions
@@ -255,6 +271,8 @@ class Keyed implements KeyedLimiter<Store> {
     this.#slots = given.max !== undefined
     const clock = readClock(FACTORY, 'clock', given.clock)
     this.store = store === undefined ? memoryStore({ clock }) : readStore(FACTORY, 'store', store)
+    this.core = new KeyedCore(this.store)
+    this.#buffer = isMemoryStore(this.store) ? { allowed: false, results: [] } : undefined
     this.#ttlMs = readDuration(FACTORY, 'reservationTtl', given.reservationTtl, '10m')
     warnIfBareMilliseconds(FACTORY, 'reservationTtl', given.reservationTtl)
     this.#clock = given.clock
@@ -320,41 +338,36 @@ class Keyed implements KeyedLimiter<Store> {
    * old ones whose names are gone.
    */
   current(taken: readonly Policy[]): readonly Policy[] {
-    const now = this.policies
-    if (taken === now) return now
-    return taken.map((policy) => now.find((p) => p.name === policy.name) ?? policy)
+    return livePolicies(taken, this.policies)
   }
 
   keyFor(key: string): string {
-    if (typeof key !== 'string' || key === '') {
-      throw typeError(`${FACTORY}.keyFor`, 'key', 'must be a non-empty string', key)
-    }
-    return storedKey(key)
+    return this.core.key(KEY_FOR, key)
   }
 
   /** A keyed cost as the store takes it: a number, or one number per policy. */
-  #cost(
-    method: string,
-    cost: KeyedCost | undefined,
-    fallback: number,
-    policies: readonly Policy[] = this.policies,
-  ): Cost {
-    if (cost === undefined) return fallback
-    // A take must charge something; a settle's actual cost, a refund or a reward may be 0.
-    const charges = method === 'consume' || method === 'reserve' || method === 'penalty'
-    return storeCost(`${FACTORY}.${method}`, policies, cost, charges)
+  #cost(method: string, cost: unknown, policies: readonly Policy[] = this.policies): Cost {
+    return readKeyedCost(method, 'cost', policies, cost, 1)
   }
 
   consume(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
-    const stored = this.keyFor(key)
-    const charge = this.#cost('consume', cost, 1)
-    return then(this.store.take(stored, this.policies, charge), (taken) =>
-      this.#answer(stored, charge, taken),
+    const stored = this.core.key(CONSUME, key)
+    const charge = cost === undefined ? 1 : this.#cost(CONSUME, cost)
+    const policies = this.policies
+    const taken = this.core.take(
+      stored,
+      policies,
+      charge,
+      policies.length === 1 ? this.#buffer : undefined,
     )
+    if (isPromiseLike(taken)) {
+      return Promise.resolve(taken).then((t) => this.#answer(stored, charge, t))
+    }
+    return this.#answer(stored, charge, taken)
   }
 
   consumeOrThrow(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
-    return then(this.consume(key, cost), (result) => this.#orThrow(result))
+    return andThen(this.consume(key, cost), (result) => this.#orThrow(result))
   }
 
   #orThrow<R extends KeyedResult>(result: R): R {
@@ -367,7 +380,7 @@ class Keyed implements KeyedLimiter<Store> {
 
   #answer(key: string, cost: Cost, taken: TakeResult): KeyedResult {
     const result = new Answered(taken, key, cost, this)
-    if (rateLimitChannel.hasSubscribers) publish(key, cost, taken)
+    if (rateLimitChannel.hasSubscribers) this.core.publish(key, cost, taken, true)
     return result
   }
 
@@ -381,86 +394,59 @@ class Keyed implements KeyedLimiter<Store> {
       )
     }
     const taken = receipt.policies
-    const charge = cost === undefined ? receipt.cost : this.#cost('refund', cost, 1, taken)
-    return this.store.refund(receipt.key, this.current(taken), charge, receipt.receipts)
+    const charge = cost === undefined ? receipt.cost : this.#cost(`${FACTORY}.refund`, cost, taken)
+    return this.core.refund(receipt.key, this.current(taken), charge, receipt.receipts)
   }
 
   penalty(key: string, cost?: KeyedCost): MaybePromise<KeyedResult> {
-    const stored = this.keyFor(key)
-    const charge = this.#cost('penalty', cost, 1)
-    return then(
-      this.store.force(stored, this.policies, charge),
-      (results) =>
-        new Answered({ allowed: results.every((r) => r.allowed), results }, stored, charge),
+    const method = `${FACTORY}.penalty`
+    const stored = this.core.key(method, key)
+    const charge = cost === undefined ? 1 : this.#cost(method, cost)
+    return andThen(this.core.force(stored, this.policies, charge), (results) =>
+      stateOf(results, stored),
     )
   }
 
   reward(key: string, cost?: KeyedCost): MaybePromise<void> {
-    return this.store.refund(this.keyFor(key), this.policies, this.#cost('reward', cost, 1))
-  }
-
-  block(key: string, duration: Duration): MaybePromise<void> {
-    const ms = readDuration(`${FACTORY}.block`, 'duration', duration)
-    // rate-limiter-flexible's block(key, secDuration) counts seconds: block(key, 30) is 30 ms here.
-    warnIfBareMilliseconds(`${FACTORY}.block`, 'duration', duration)
-    return this.store.block(this.keyFor(key), this.policies, ms)
-  }
-
-  get(key: string): MaybePromise<KeyedResult> {
-    const stored = this.keyFor(key)
-    return then(
-      this.store.get(stored, this.policies),
-      (results) => new Answered({ allowed: results.every((r) => r.allowed), results }, stored, 1),
+    const method = `${FACTORY}.reward`
+    const stored = this.core.key(method, key)
+    return this.core.refund(
+      stored,
+      this.policies,
+      cost === undefined ? 1 : this.#cost(method, cost),
     )
   }
 
+  block(key: string, duration: Duration): MaybePromise<void> {
+    const method = `${FACTORY}.block`
+    const stored = this.core.key(method, key)
+    const ms = readDuration(method, 'duration', duration)
+    // rate-limiter-flexible's block(key, secDuration) counts seconds: block(key, 30) is 30 ms here.
+    warnIfBareMilliseconds(method, 'duration', duration)
+    return this.core.block(stored, this.policies, ms)
+  }
+
+  get(key: string): MaybePromise<KeyedResult> {
+    const stored = this.core.lookup(`${FACTORY}.get`, key)
+    return andThen(this.core.get(stored, this.policies), (results) => stateOf(results, stored))
+  }
+
   delete(key: string): MaybePromise<void> {
-    return this.store.reset(this.keyFor(key), this.policies)
+    return this.core.reset(this.core.lookup(`${FACTORY}.delete`, key), this.policies)
   }
 
   reserve(key: string, estimate: KeyedCost): MaybePromise<Reservation> {
-    const stored = this.keyFor(key)
-    const charge = this.#cost('reserve', estimate, 1)
-    return then(this.store.take(stored, this.policies, charge), (taken) => {
-      if (rateLimitChannel.hasSubscribers) publish(stored, charge, taken)
+    const method = `${FACTORY}.reserve`
+    const stored = this.core.key(method, key)
+    const charge = this.#cost(method, estimate)
+    return andThen(this.core.take(stored, this.policies, charge), (taken) => {
+      if (rateLimitChannel.hasSubscribers) this.core.publish(stored, charge, taken, true)
       return new Reserved(this, taken, stored, charge, this.#ttlMs, this.#clock)
     })
   }
 
   reserveOrThrow(key: string, estimate: KeyedCost): MaybePromise<Reservation> {
-    return then(this.reserve(key, estimate), (reservation) => this.#orThrow(reservation))
-  }
-
-  /** Settles a reservation: refunds what the actual cost leaves, forces what it exceeds. */
-  settleCost(
-    key: string,
-    estimate: Cost,
-    actual: KeyedCost,
-    receipts: readonly (number | undefined)[],
-    taken: readonly Policy[],
-  ): MaybePromise<KeyedResult> {
-    const real = this.#cost('settle', actual, 1, taken)
-    const policies = this.current(taken)
-    const n = policies.length
-    const back = new Array<number>(n).fill(0)
-    const more = new Array<number>(n).fill(0)
-    for (let i = 0; i < n; i++) {
-      const diff = at(real, i) - at(estimate, i)
-      if (diff < 0) back[i] = -diff
-      else more[i] = diff
-    }
-    const refunded = back.some((b) => b > 0)
-      ? this.store.refund(key, policies, back, receipts)
-      : undefined
-    return then(refunded, () => {
-      const after = more.some((m) => m > 0)
-        ? this.store.force(key, policies, more)
-        : this.store.get(key, policies)
-      return then(
-        after,
-        (results) => new Answered({ allowed: results.every((r) => r.allowed), results }, key, real),
-      )
-    })
+    return andThen(this.reserve(key, estimate), (reservation) => this.#orThrow(reservation))
   }
 
   enter(key: string): MaybePromise<KeyedPermit | undefined> {
@@ -469,22 +455,22 @@ class Keyed implements KeyedLimiter<Store> {
         `${FACTORY}.enter: this limiter has no "max" (enter takes a bulkhead slot)`,
       )
     }
-    const stored = this.keyFor(key)
-    return then(this.store.take(stored, this.policies, 1), (taken) => {
+    const stored = this.core.key(`${FACTORY}.enter`, key)
+    return andThen(this.core.take(stored, this.policies, 1), (taken) => {
       const lease = taken.results[0]?.lease
       return taken.allowed && lease !== undefined ? new Held(this, stored, lease) : undefined
     })
   }
 }
 
-function at(cost: Cost, index: number): number {
-  return typeof cost === 'number' ? cost : cost[index]!
-}
+const CONSUME = `${FACTORY}.consume`
+const KEY_FOR = `${FACTORY}.keyFor`
 
-/** Runs `next` on a value or on what a promise resolves to. */
-function then<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
-  if (isPromiseLike(value)) return Promise.resolve(value).then(next)
-  return next(value as T)
+/** A key's state as a keyed answer (`get`, `penalty`, `settle`): `allowed` for a cost of 1. */
+function stateOf(results: readonly PolicyResult[], key: string): KeyedResult {
+  let allowed = true
+  for (const r of results) if (!r.allowed) allowed = false
+  return new Answered({ allowed, results }, key, 1)
 }
 
 class TakenReceipt implements Receipt {
@@ -498,7 +484,11 @@ class TakenReceipt implements Receipt {
   ) {}
 }
 
-/** A store's answer as a keyed one: the overall fields from the policy that constrains most. */
+/**
+ * A store's answer as a keyed one: the overall fields from the policy that constrains
+ * most. What it keeps is copied out of the store's answer, which may be a buffer the
+ * next take fills again; the receipt and the per-policy list are made when first read.
+ */
 class Answered implements KeyedResult {
   readonly allowed: boolean
   readonly policy: string
@@ -506,64 +496,102 @@ class Answered implements KeyedResult {
   readonly blocked: boolean
   readonly resetMs: number
   readonly retryAfterMs: number
-  readonly receipt: Receipt | undefined
-  readonly #results: readonly PolicyResult[]
+  /** Set for the answer of a take: it has a receipt when admitted. */
+  readonly #limiter: Keyed | undefined
+  readonly #key: string
+  readonly #cost: Cost
+  /**
+   * Several policies: the store's results (never a reused buffer). One policy: undefined,
+   * its numbers being the overall ones, with its policy and receipt kept apart.
+   */
+  readonly #results: readonly PolicyResult[] | undefined
+  readonly #first: Policy
+  readonly #firstReceipt: number | undefined
+  #receipt: Receipt | undefined
   #policies: readonly KeyedPolicyResult[] | undefined
 
-  /** With `limiter`, the answer of a take: it carries a receipt when admitted. */
   constructor(taken: TakeResult, key: string, cost: Cost, limiter?: Keyed) {
     const { allowed, results } = taken
-    const shown = results[primaryIndex(results, allowed)]!
     this.allowed = allowed
+    this.#limiter = allowed ? limiter : undefined
+    this.#key = key
+    this.#cost = cost
+    if (results.length === 1) {
+      const only = results[0]!
+      this.policy = only.policy.name
+      this.remaining = only.remaining
+      this.blocked = only.blocked === true
+      this.resetMs = only.resetMs
+      this.retryAfterMs = allowed ? 0 : only.retryAfterMs
+      this.#results = undefined
+      this.#first = only.policy
+      this.#firstReceipt = only.receipt
+      return
+    }
+    const shown = results[primaryIndex(results, allowed)]!
     this.policy = shown.policy.name
     this.remaining = shown.remaining
     this.blocked = results.some((r) => r.blocked === true)
     this.resetMs = shown.resetMs
     this.retryAfterMs = allowed ? 0 : longestWait(results)
-    this.receipt =
-      allowed && limiter !== undefined
-        ? new TakenReceipt(
-            limiter,
-            key,
-            cost,
-            results.map((r) => r.receipt),
-            results.map((r) => r.policy),
-          )
-        : undefined
     this.#results = results
+    this.#first = shown.policy
+    this.#firstReceipt = undefined
+  }
+
+  get receipt(): Receipt | undefined {
+    const limiter = this.#limiter
+    if (limiter === undefined) return undefined
+    if (this.#receipt === undefined) {
+      const results = this.#results
+      this.#receipt =
+        results === undefined
+          ? new TakenReceipt(limiter, this.#key, this.#cost, [this.#firstReceipt], [this.#first])
+          : new TakenReceipt(
+              limiter,
+              this.#key,
+              this.#cost,
+              results.map((r) => r.receipt),
+              results.map((r) => r.policy),
+            )
+    }
+    return this.#receipt
   }
 
   get policies(): readonly KeyedPolicyResult[] {
-    this.#policies ??= this.#results.map((r) => ({
-      policy: r.policy.name,
-      allowed: r.allowed,
-      blocked: r.blocked === true,
-      remaining: r.remaining,
-      resetMs: r.resetMs,
-      retryAfterMs: r.retryAfterMs,
-    }))
+    if (this.#policies === undefined) {
+      const results = this.#results
+      this.#policies =
+        results === undefined
+          ? [
+              {
+                policy: this.policy,
+                allowed: this.allowed,
+                blocked: this.blocked,
+                remaining: this.remaining,
+                resetMs: this.resetMs,
+                retryAfterMs: this.retryAfterMs,
+              },
+            ]
+          : results.map((r) => ({
+              policy: r.policy.name,
+              allowed: r.allowed,
+              blocked: r.blocked === true,
+              remaining: r.remaining,
+              resetMs: r.resetMs,
+              retryAfterMs: r.retryAfterMs,
+            }))
+    }
     return this.#policies
   }
 }
 
-function publish(key: string, cost: Cost, taken: TakeResult): void {
-  const { allowed, results } = taken
-  const shown = results[primaryIndex(results, allowed)]!
-  rateLimitChannel.publish({
-    key,
-    policy: shown.policy.name,
-    allowed,
-    enforced: true,
-    remaining: shown.remaining,
-    cost: typeof cost === 'number' ? cost : cost.reduce((sum, c) => sum + c, 0),
-    retryAfterMs: allowed ? 0 : longestWait(results),
-    policies: results.map((r) => ({
-      name: r.policy.name,
-      allowed: r.allowed,
-      remaining: r.remaining,
-    })),
-  })
-}
+/**
+ * A reservation: the take of an estimate, settled once or cancelled. `expired`: its time
+ * to live passed unsettled, so its estimate was given back; a settle then charges the
+ * whole actual cost as debt.
+ */
+type ReservationState = 'open' | 'settled' | 'cancelled' | 'expired'
 
 /** A reservation: the take of an estimate, settled once or cancelled (after `ttl` at most). */
 class Reserved extends Answered implements Reservation {
@@ -572,7 +600,7 @@ class Reserved extends Answered implements Reservation {
   readonly #estimate: Cost
   readonly #receipts: readonly (number | undefined)[]
   readonly #policies: readonly Policy[]
-  #state: 'open' | 'settled' | 'cancelled'
+  #state: ReservationState
   /** Stops the time to live once the reservation is settled or cancelled. */
   #stop: (() => void) | undefined
 
@@ -592,11 +620,11 @@ class Reserved extends Answered implements Reservation {
     this.#policies = taken.results.map((r) => r.policy)
     this.#state = taken.allowed ? 'open' : 'cancelled'
     if (!taken.allowed) return
-    // Never settled (its holder failed): the estimate goes back after `ttl`, on the
-    // limiter's clock when it was given one (a ManualClock in tests), else on a timer
-    // that keeps no process alive.
+    // Never settled (its holder failed, or is still streaming): the estimate goes back
+    // after `ttl`, on the limiter's clock when it was given one (a ManualClock in tests),
+    // else on a timer that keeps no process alive. Either lives in this process only.
     const expire = () => {
-      if (this.#state === 'open') void this.cancel()
+      if (this.#state === 'open') this.#expire()
     }
     if (clock !== undefined) {
       const stop = new AbortController()
@@ -609,40 +637,66 @@ class Reserved extends Answered implements Reservation {
     }
   }
 
-  #close(method: string, next: 'settled' | 'cancelled'): void {
-    if (this.#state === 'open') {
-      this.#state = next
-      this.#stop?.()
-      return
+  /** The time to live passed: the estimate goes back; nobody is left to tell of a failure. */
+  #expire(): void {
+    this.#state = 'expired'
+    const report = (error: unknown) =>
+      emitWarning(
+        FACTORY,
+        'ERR_SLUICE_REFUND_FAILED',
+        `the estimate of a reservation of "${this.#key}" left unsettled past its reservationTtl could not be given back: ${String(error)}`,
+      )
+    try {
+      const refunded = this.#refundEstimate()
+      if (isPromiseLike(refunded)) Promise.resolve(refunded).then(undefined, report)
+    } catch (error) {
+      report(error)
     }
-    const why = this.allowed
-      ? `it was already ${this.#state}`
-      : 'it was refused: nothing was reserved'
+  }
+
+  #refundEstimate(): MaybePromise<void> {
+    const limiter = this.#limiter
+    return limiter.core.refund(
+      this.#key,
+      limiter.current(this.#policies),
+      this.#estimate,
+      this.#receipts,
+    )
+  }
+
+  /** Throws unless the reservation may still be settled (`settle`) or cancelled. */
+  #check(method: 'settle' | 'cancel'): void {
+    const state = this.#state
+    if (state === 'open' || (state === 'expired' && method === 'settle')) return
+    const why = this.allowed ? `it was already ${state}` : 'it was refused: nothing was reserved'
     throw new Error(
       `${FACTORY}: Reservation.${method}() on a reservation of "${this.#key}" failed: ${why}`,
     )
   }
 
   settle(actual: KeyedCost): MaybePromise<KeyedResult> {
-    this.#close('settle', 'settled')
-    return this.#limiter.settleCost(
-      this.#key,
-      this.#estimate,
-      actual,
-      this.#receipts,
-      this.#policies,
-    )
+    this.#check('settle')
+    const limiter = this.#limiter
+    const policies = limiter.current(this.#policies)
+    // Checked before anything changes: a bad argument leaves the reservation as it was.
+    const real = readKeyedCost(`${FACTORY}: Reservation.settle`, 'actual', policies, actual, 0)
+    const late = this.#state === 'expired'
+    this.#state = 'settled'
+    this.#stop?.()
+    const key = this.#key
+    // Past its time to live the estimate was given back: the whole actual cost is owed.
+    const after = late
+      ? limiter.core.force(key, policies, real)
+      : limiter.core.settle(key, policies, this.#estimate, real, this.#receipts, true)
+    return andThen(after, (results) => stateOf(results!, key))
   }
 
   cancel(): MaybePromise<void> {
-    if (this.#state === 'cancelled' && this.allowed) return
-    this.#close('cancel', 'cancelled')
-    return this.#limiter.store.refund(
-      this.#key,
-      this.#limiter.current(this.#policies),
-      this.#estimate,
-      this.#receipts,
-    )
+    if (this.allowed && (this.#state === 'cancelled' || this.#state === 'expired')) return
+    this.#check('cancel')
+    this.#state = 'cancelled'
+    this.#stop?.()
+    return this.#refundEstimate()
   }
 }
 
@@ -664,7 +718,7 @@ class Held implements KeyedPermit {
       throw new Error(`${FACTORY}: the permit of "${this.key}" was already released`)
     }
     this.#limiter = undefined
-    return limiter.store.release(this.key, limiter.policies[0]!, this.#lease)
+    return limiter.core.release(this.key, limiter.policies[0]!, this.#lease)
   }
 
   // After an explicit release this is a no-op, so `using` plus an early release is safe.

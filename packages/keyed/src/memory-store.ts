@@ -471,6 +471,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 }
 
 /**
+ * True for a store made by {@link memoryStore}: one that answers every call synchronously
+ * and fills a caller's `TakeBuffer` before it returns, so a caller may reuse one buffer
+ * for every take.
+ */
+export function isMemoryStore(store: unknown): store is MemoryStore {
+  return store instanceof InMemoryStore
+}
+
+/**
  * A time-based policy's result, from its quota after the decision: written into `into`'s
  * entry at `index` when the caller gave a buffer, else made as one literal with exactly
  * its fields (a receipt when permits were taken, `blocked` while blocked).

@@ -9,7 +9,7 @@
  * @module
  */
 
-export { checkBlock, checkCost, costAt, type KeyedCost, storeCost } from './call-checks'
+export { checkBlock, checkCost, costAt, type KeyedCost, readKeyedCost } from './call-checks'
 export {
   type AdaptiveLimitEvent,
   adaptiveChannel,
@@ -23,7 +23,8 @@ export {
   storeChannel,
 } from './events'
 export { Fallback, type FallbackOptions } from './fallback'
-export { boundedKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
+export { boundedKey, checkKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
+export { KeyedCore, livePolicies, totalCost } from './keyed-core'
 export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,

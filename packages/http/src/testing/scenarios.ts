@@ -1456,6 +1456,44 @@ export function runAdapterScenarios(harness: AdapterHarness): void {
         expect((await send(server, '/', { headers: { 'x-api-key': long } })).status).toBe(200)
       })
 
+      it('keyFor(req) is the key the decision shows, tag included; get and resetKey take it', async () => {
+        const { clock, store } = manual()
+        // What the middleware's callbacks receive is what keyFor takes (req, ctx, c).
+        const seen: unknown[] = []
+        const limited: MiddlewareSpec = {
+          rateLimit: {
+            limit: 1,
+            window: '1m',
+            key: keys.first(keys.header('x-api-key'), keys.ip()),
+            skip: (req) => {
+              seen.push(req)
+              return false
+            },
+            clock,
+            store,
+          },
+        }
+        const server = await serve({
+          use: [limited],
+          routes: [{ method: 'get', path: '/', handler: { kind: 'json' } }],
+        })
+        const first = await send(server, '/', { headers: { 'x-api-key': 'ann' } })
+        const shown = JSON.parse(first.body).rateLimit.key as string
+        const handles = server.middleware?.(limited) as {
+          keyFor(req: unknown): MaybePromise<string>
+          get(key: string): MaybePromise<readonly { remaining: number }[]>
+          resetKey(key: string): MaybePromise<void>
+        }
+        const key = await handles.keyFor(seen[0])
+        expect(key).toBe(shown)
+        expect(key).not.toBe('ann')
+        expect((await handles.get(key))[0]?.remaining).toBe(0)
+        expect((await send(server, '/', { headers: { 'x-api-key': 'ann' } })).status).toBe(429)
+        await handles.resetKey(key)
+        expect((await handles.get(key))[0]?.remaining).toBe(1)
+        expect((await send(server, '/', { headers: { 'x-api-key': 'ann' } })).status).toBe(200)
+      })
+
       it("reconfigure changes the limit in place, carrying each key's state over", async () => {
         const { clock, store } = manual()
         const limited: MiddlewareSpec = {
