@@ -1,6 +1,5 @@
 import { ManualClock } from '@sluice/core'
-import { runStoreContract } from '@sluice/http/testing'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import { afterEach, expect } from 'vitest'
 import { type DurableObjectStoreError, durableObjectStore } from '../src/index'
 import { inProcessNamespace } from './in-process'

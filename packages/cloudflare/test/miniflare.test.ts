@@ -1,5 +1,4 @@
-import { runStoreContract } from '@sluice/http/testing'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import {
   type DurableObjectNamespaceLike,

@@ -1,7 +1,6 @@
 import { ManualClock } from '@sluice/core'
 import type { Policy, TakeResult } from '@sluice/http'
-import { runStoreContract } from '@sluice/http/testing'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashSlot } from '../src/cluster'

@@ -67,7 +67,10 @@ export function runStoreModel(
             const key = `${tag}-k${step.key}`
             const chosen = pick(policies, step.policies)
             const cost = step.perPolicy ? chosen.map((_, i) => step.costs[i] ?? 0) : step.cost
-            const where = `step ${index} (${step.op} on ${key}, ${describeCost(cost)})`
+            const where =
+              step.op === 'resetAll'
+                ? `step ${index} (resetAll)`
+                : `step ${index} (${step.op} on ${key}, ${describeCost(cost)})`
             const now = await options.clock.now()
             switch (step.op) {
               case 'advance':
@@ -139,6 +142,14 @@ export function runStoreModel(
                     }
                   }
                 }
+                break
+              case 'resetAll':
+                // Every key of every policy is forgotten: the checks below read each key
+                // fresh. Leases went with them; receipts stay, so later refunds meet the
+                // fresh state they must not overfill.
+                await store.resetAll()
+                model.resetAll()
+                leases.length = 0
                 break
             }
             // Every policy of every key agrees after every step, not only those called.
@@ -245,6 +256,7 @@ const step = fc.record({
     'release',
     'get',
     'reset',
+    'resetAll',
   ),
   key: fc.integer({ min: 0, max: KEYS - 1 }),
   policies: fc.integer({ min: 1, max: 15 }),
@@ -485,6 +497,12 @@ class ModelStore {
       const allowed = blocked === 0 && this.#kernel(key, p, now).available(0, now) >= 1
       return this.#result(key, p, now, 1, allowed, false, blocked, undefined)
     })
+  }
+
+  resetAll(): void {
+    this.#kernels.clear()
+    this.#strikes.clear()
+    this.#slots.clear()
   }
 
   reset(key: string, policies: readonly Policy[] | undefined): void {
