@@ -47,5 +47,5 @@ runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('con
 runStoreModel('durableObjectStore (objects in workerd)', () => onObjects('model'), {
   clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
   leaseTtlMs: 60_000,
-  runs: 15,
+  runs: 6,
 })

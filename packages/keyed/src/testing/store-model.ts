@@ -1,5 +1,5 @@
 import { normalizeSpec } from '@sluice/core'
-import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
+import { micros, type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { costAt } from '../call-checks'
@@ -20,7 +20,10 @@ export interface StoreModelClock {
 export interface StoreModelOptions {
   /** The time the store decides on. */
   clock: StoreModelClock
-  /** Random sequences to try (each of up to 40 calls on up to three keys). Default 40. */
+  /**
+   * Random sequences to try, each of 1 to 40 steps on up to three keys (a `boundary` step is
+   * two or three calls). Default 40.
+   */
   runs?: number
   /** How long the store holds a concurrency slot nobody released (its `leaseTtl`). Default: forever. */
   leaseTtlMs?: number
@@ -36,6 +39,13 @@ export interface StoreModelOptions {
  * result is compared: allowed, remaining, resetMs, retryAfterMs (the headers' `r` and
  * `t`), receipts, blocks and leases. Every store runs it (memory, Redis, Redis Cluster,
  * Durable Objects, Deno KV), so a store that drifts from the kernels fails here.
+ *
+ * Time is mostly moved to the instants where answers change, not by random lengths: the
+ * resetMs or retryAfterMs a key just read, multiples of a policy's emission interval or
+ * slot length, the next window or slot boundary, each 1 µs short, exact or 1 µs past; and
+ * `boundary` steps take exactly what is left and then one permit at such an instant. A
+ * comparison one side of a boundary gets wrong (`<` for `<=`, a floor for a ceiling) fails
+ * within a few dozen runs.
  *
  * @param makeStore Called once per run; each run uses keys and policy names of its own.
  * @example
@@ -63,23 +73,47 @@ export function runStoreModel(
           const model = new ModelStore(options.leaseTtlMs)
           const leases: { key: string; policy: Policy; store: Lease; model: number }[] = []
           const takes: { key: string; policies: Policy[]; receipts: (number | undefined)[] }[] = []
-          for (const [index, step] of program.entries()) {
+          // What each key read after the last step, and the last take's answer: advances
+          // are chosen from them, to land on the instants where a permit frees.
+          const seen: PolicyResult[][] = []
+          let lastTake: readonly PolicyResult[] = []
+          for (const [index, step] of program.flatMap(expand).entries()) {
             const key = `${tag}-k${step.key}`
             const chosen = pick(policies, step.policies)
-            const cost = step.perPolicy ? chosen.map((_, i) => step.costs[i] ?? 0) : step.cost
+            // The policy an advance or a drain aims at: for a take, one it takes from.
+            const target =
+              step.op === 'take'
+                ? policies.indexOf(chosen[step.pick % chosen.length]!)
+                : step.pick % policies.length
+            if (step.op === 'advance' || (step.op === 'take' && step.before !== undefined)) {
+              const at = await options.clock.now()
+              const by = step.op === 'take' ? step.before! : step.advance
+              await options.clock.advance(
+                advanceMs(by, step.ms, target, policies, seen[step.key] ?? [], lastTake, at),
+              )
+            }
+            const now = await options.clock.now()
+            let cost: Cost = step.perPolicy ? chosen.map((_, i) => step.costs[i] ?? 0) : step.cost
+            if (step.op === 'take' && step.drain !== undefined && seen[step.key] !== undefined) {
+              // Exactly what each policy has left (or one more): a full bucket admits its
+              // capacity and no more, an emptied one is where the next permit's instant
+              // matters. (Only once the key has been read: the model reads it again here.)
+              const drain = step.drain
+              const left = model.get(key, chosen, now).map((r) => r.remaining + drain)
+              if (left.some((n) => n > 0)) cost = left.length === 1 ? left[0]! : left
+            }
             const where =
               step.op === 'resetAll'
                 ? `step ${index} (resetAll)`
                 : `step ${index} (${step.op} on ${key}, ${describeCost(cost)})`
-            const now = await options.clock.now()
             switch (step.op) {
               case 'advance':
-                await options.clock.advance(step.ms)
                 break
               case 'take': {
                 if (typeof cost !== 'number' && cost.every((c) => c === 0)) break
                 const got = await store.take(key, chosen, cost)
                 const want = model.take(key, chosen, cost, now)
+                lastTake = want.results
                 expect(got.allowed, where).toBe(want.allowed)
                 compare(got.results, want.results, where)
                 got.results.forEach((result, i) => {
@@ -156,11 +190,9 @@ export function runStoreModel(
             for (let k = 0; k < KEYS; k++) {
               const each = `${tag}-k${k}`
               const at = await options.clock.now()
-              compare(
-                await store.get(each, policies),
-                model.get(each, policies, at),
-                `${where}, then get ${each}`,
-              )
+              const want = model.get(each, policies, at)
+              compare(await store.get(each, policies), want, `${where}, then get ${each}`)
+              seen[k] = want
             }
           }
         }),
@@ -241,6 +273,22 @@ const plannedPolicy: fc.Arbitrary<PlannedPolicy> = fc.oneof(
 /** Four policies per run: calls use subsets of them. */
 const plans = fc.array(plannedPolicy, { minLength: 4, maxLength: 4 })
 
+const advance = fc.record({
+  to: fc.constantFrom(
+    'ms',
+    'reset',
+    'reset',
+    'retry',
+    'retry',
+    'taken',
+    'period',
+    'edge',
+  ) as fc.Arbitrary<AdvanceTo>,
+  // One microsecond short of the instant, the instant, or one past it.
+  nudge: fc.constantFrom(-1, 0, 0, 1),
+  times: fc.integer({ min: 1, max: 3 }),
+})
+
 const step = fc.record({
   op: fc.constantFrom(
     'take',
@@ -257,10 +305,18 @@ const step = fc.record({
     'get',
     'reset',
     'resetAll',
+    'boundary',
+    'boundary',
+    'boundary',
   ),
   key: fc.integer({ min: 0, max: KEYS - 1 }),
-  policies: fc.integer({ min: 1, max: 15 }),
-  cost: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(1), fc.integer({ min: 1, max: 1e9 })),
+  // One policy alone half the time: one-policy calls take the stores' shortest paths.
+  policies: fc.oneof(fc.constantFrom(1, 2, 4, 8), fc.integer({ min: 1, max: 15 })),
+  cost: fc.oneof(
+    { arbitrary: fc.integer({ min: 1, max: 4 }), weight: 3 },
+    { arbitrary: fc.constant(1), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: 1e9 }), weight: 1 },
+  ),
   perPolicy: fc.boolean(),
   costs: fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 4, maxLength: 4 }),
   ms: fc.oneof(
@@ -268,11 +324,115 @@ const step = fc.record({
     fc.integer({ min: 0, max: 4000 }),
     fc.constantFrom(0.001, 14.286, 333.333),
   ),
+  advance,
+  // An advance a take makes first, aimed at a policy it takes from.
+  before: fc.option(advance, { nil: undefined, freq: 2 }),
+  blockFirst: fc.boolean(),
+  // A take of what each policy has left, plus this.
+  drain: fc.option(fc.constantFrom(0, 0, 1), { nil: undefined, freq: 2 }),
   pick: fc.nat(),
   withReceipts: fc.boolean(),
   all: fc.boolean(),
 })
-const steps = fc.array(step, { minLength: 1, maxLength: 40 })
+// Lengths spread over 1 to 40 (fast-check's default size would keep them under 13, too
+// short to empty a bucket and then wait for its next permit).
+const steps = fc.array(step, { minLength: 1, maxLength: 40, size: 'max' })
+
+/**
+ * A `boundary` step is two takes on one key: the first of exactly what each policy has left,
+ * the second of one permit after an advance to (or 1 µs short of, or past) the instant the
+ * aimed-at policy's next permit frees; between them, a block of `ms` when `blockFirst` (a
+ * key that held a block can decide on another path: Redis's one-policy script leaves its
+ * inline path for such a key). Any other step is itself.
+ */
+function expand<S extends { op: string; advance: { to: AdvanceTo }; blockFirst: boolean }>(
+  step: S,
+) {
+  if (step.op !== 'boundary') return [step]
+  const to: AdvanceTo = step.advance.to === 'retry' ? 'retry' : 'reset'
+  return [
+    { ...step, op: 'take' as const, drain: 0, before: undefined },
+    ...(step.blockFirst ? [{ ...step, op: 'block' as const }] : []),
+    {
+      ...step,
+      op: 'take' as const,
+      drain: undefined,
+      before: { ...step.advance, to },
+      cost: 1,
+      perPolicy: false,
+    },
+  ]
+}
+
+/**
+ * Where an advance goes: `ms` a random length; `reset` / `retry` the resetMs / retryAfterMs
+ * a key read after the last step; `taken` the retryAfterMs of the last take (a refused cost
+ * above 1); `period` `times` × the policy's
+ * emission interval (window / limit) or slot length (window / slots; the window for a
+ * fixed window); `edge` to the `times`-th next boundary of those lengths counted from the
+ * clock's zero, where windows and slots start. Each is nudged by −1, 0 or +1 µs.
+ */
+type AdvanceTo = 'ms' | 'reset' | 'retry' | 'taken' | 'period' | 'edge'
+
+/**
+ * The milliseconds an advance moves the clock by, aimed at `policies[target]` (`ms`
+ * when there is nothing to aim at: a concurrency policy, no wait).
+ */
+function advanceMs(
+  { to, nudge, times }: { to: AdvanceTo; nudge: number; times: number },
+  ms: number,
+  target: number,
+  policies: readonly Policy[],
+  seen: readonly PolicyResult[],
+  lastTake: readonly PolicyResult[],
+  now: number,
+): number {
+  let us: number | undefined
+  if (to === 'reset' || to === 'retry' || to === 'taken') {
+    const result = to === 'taken' ? lastTake[target % Math.max(1, lastTake.length)] : seen[target]
+    const wait = to === 'reset' ? result?.resetMs : result?.retryAfterMs
+    if (wait !== undefined && wait > 0 && Number.isFinite(wait)) us = micros(wait)
+  } else if (to !== 'ms') {
+    const policy = policies[target]!
+    const spec = policy.spec
+    if (spec.algorithm !== 'concurrency') {
+      // A length of window / parts µs, as integers: the huge rates' periods are below 1 µs.
+      const window = BigInt(micros(spec.window))
+      const parts = BigInt(
+        spec.algorithm === 'fixed-window'
+          ? 1
+          : spec.algorithm === 'sliding-window'
+            ? spec.slots
+            : spec.limit,
+      )
+      const k = BigInt(times)
+      if (to === 'period') {
+        us = Number(ceilDiv(k * window, parts))
+      } else {
+        // The first µs of the times-th part after the one now is in.
+        const at = BigInt(micros(now))
+        const part = (at * parts) / window + k
+        us = Number(ceilDiv(part * window, parts) - at)
+      }
+    }
+  }
+  // A debt of years (a forced cost of 10^9 at 3 a second) is not waited out: the clock,
+  // shared by every run, must stay where microseconds are exact doubles (below 2^53).
+  if (us === undefined || us > MAX_AIMED_US || micros(now) + us > CLOCK_HORIZON_US) return ms
+  return Math.max(us + nudge, 0) / 1000
+}
+
+/** The longest aimed advance, about 6.4 days: three one-day windows fit. */
+const MAX_AIMED_US = 2 ** 39
+/**
+ * Past this (the year 2112 on a clock that reads Unix time, 2^52 µs), advances are no
+ * longer aimed: half the exact range is left for the debts a run can still run up.
+ */
+const CLOCK_HORIZON_US = 2 ** 52
+
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return (a + b - 1n) / b
+}
 
 function pick(policies: readonly Policy[], mask: number): Policy[] {
   return policies.filter((_, i) => (mask >> i) & 1)
