@@ -24,7 +24,7 @@ runStoreContract(
       onError: 'deny',
       onFailure: (error) => failures.push(error),
     }),
-  { advance: (ms) => clock.advance(ms), carries: true },
+  { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, carries: true },
 )
 
 runStoreModel(

@@ -40,7 +40,7 @@ function onObjects(prefix: string) {
 }
 
 runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('contract'), {
-  advance: (ms) => objects.advance(ms),
+  clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
   carries: true,
 })
 

@@ -109,6 +109,8 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
       expect(failures).toEqual([])
     })
     // `carries`: as in contract.test.ts (a window's limit and a bulkhead's max change).
+    // On a test clock, for the rate tables (contract.test.ts runs it on Redis's own too).
+    const clock = new ManualClock(1_800_000_000_000)
     runStoreContract(
       'redisStore on a Redis Cluster',
       () =>
@@ -117,8 +119,10 @@ describeRedis('Redis Cluster, 3 masters and 3 replicas', () => {
           prefix: uniquePrefix(),
           onError: 'deny',
           onFailure: (error) => failures.push(error),
+          clock,
+          timeout: '10s',
         }),
-      { carries: true },
+      { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, carries: true },
     )
   })
 

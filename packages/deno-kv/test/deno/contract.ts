@@ -19,7 +19,7 @@ let stores = 0
 runStoreContract(
   'denoKvStore (Deno KV, ManualClock)',
   () => denoKvStore({ kv, prefix: ['contract', ++stores], clock }),
-  { advance: (ms) => clock.advance(ms), carries: true },
+  { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, carries: true },
 )
 
 runStoreModel(
