@@ -1,5 +1,4 @@
 import type { AlgorithmDefinition } from '../algorithm'
-import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import { micros, mulDivMod, PAIR } from '../exact'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
@@ -9,6 +8,7 @@ import type {
   NormalizedSpec,
   RateLimiter,
   RateLimiterSpec,
+  ReconfigureOptions,
   ReconfigureSpec,
   WaitOptions,
 } from '../types'
