@@ -56,6 +56,7 @@ export type {
   PriorityName,
   PriorityOptions,
   QueuePolicy,
+  RateAlgorithm,
   RateLimiter,
   RateLimiterSpec,
   ReconfigureOptions,

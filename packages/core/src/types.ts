@@ -267,6 +267,11 @@ export type NormalizedSpec =
 export type NormalizedRateSpec = Exclude<NormalizedSpec, { algorithm: 'concurrency' }>
 /** The specs of the five time-based limiters. */
 export type RateLimiterSpec = Exclude<LimiterSpec, { algorithm: 'concurrency' }>
+/**
+ * The name of a time-based algorithm (one with a `RateLimiter`): every {@link Algorithm}
+ * but `'concurrency'`. `RATE_ALGORITHMS` lists them.
+ */
+export type RateAlgorithm = RateLimiterSpec['algorithm']
 
 /**
  * How a reconfiguration carries a key's state over to the new spec of the same algorithm

@@ -179,6 +179,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
   create(spec, name, clock) {
     return new BulkheadLimiter(name, clock, spec.max, readQueueSettings(name, {}, spec.maxQueue))
   },
+  defaultName: (spec) => `${spec.max}-concurrent`,
 }
 
 /**

@@ -1,4 +1,5 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, burst, perWindow } from '../algorithm'
+import { formatDuration } from '../duration'
 import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
 import type { NormalizedSpec, RateLimiter, WarmUpTokenBucketOptions } from '../types'
 import { rangeError, readPositiveInteger, readWindow } from '../validation'
@@ -40,6 +41,7 @@ export const warmUpAlgorithm: AlgorithmDefinition<WarmUpSpec> = {
   create(spec, name, clock) {
     return new GcraLimiter(warmUpAlgorithm, name, clock, new WarmUpKernel(spec))
   },
+  defaultName: (spec) => `${perWindow(spec)}-warm-up-${formatDuration(spec.warmUp)}${burst(spec)}`,
 }
 
 /**
