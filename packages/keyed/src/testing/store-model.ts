@@ -1,5 +1,17 @@
-import { normalizeSpec } from '@sluice/core'
-import { micros, type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
+import {
+  ALGORITHMS,
+  type Algorithm,
+  type LimiterSpec,
+  normalizeSpec,
+  RATE_ALGORITHMS,
+} from '@sluice/core'
+import {
+  algorithmDefinition,
+  micros,
+  type Quota,
+  type RateKernel,
+  rateKernel,
+} from '@sluice/core/internal'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { costAt } from '../call-checks'
@@ -209,18 +221,15 @@ export function runStoreModel(
 
 const KEYS = 3
 
-/** A policy of the plan, before it gets its run's name. */
-type PlannedPolicy =
-  | {
-      algorithm: 'token-bucket' | 'leaky-bucket' | 'sliding-window' | 'fixed-window' | 'warm-up'
-      limit: number
-      window: number
-      capacity: number
-      slots: number
-      warmUp: number
-      block: { forMs: number; after: number } | undefined
-    }
-  | { algorithm: 'concurrency'; max: number }
+/**
+ * A policy of the plan, before it gets its run's name: an algorithm of core's registry and
+ * a value for each option an algorithm may read; each takes those its entry lists.
+ */
+interface PlannedPolicy {
+  algorithm: Algorithm
+  values: Readonly<Record<string, number>>
+  block: { forMs: number; after: number } | undefined
+}
 
 // Awkward rates (3 per second, 7 per 100 ms), the smallest ones, and the huge ones whose
 // ticks pass 2^53 (10^10 a day).
@@ -234,39 +243,39 @@ const rate = fc.oneof(
   fc.record({ limit: fc.constantFrom(1e9, 1e10), window: fc.constant(86_400_000) }),
 )
 
+/** The algorithms without a time axis (the bulkhead), which count permits in flight. */
+const UNTIMED = ALGORITHMS.filter((a) => !algorithmDefinition(a).timed)
+
+// Half the policies time-based, half counting slots: every algorithm of the registry.
 const plannedPolicy: fc.Arbitrary<PlannedPolicy> = fc.oneof(
   fc
     .record({
-      algorithm: fc.constantFrom(
-        'token-bucket',
-        'leaky-bucket',
-        'sliding-window',
-        'fixed-window',
-        'warm-up',
-      ) as fc.Arbitrary<
-        'token-bucket' | 'leaky-bucket' | 'sliding-window' | 'fixed-window' | 'warm-up'
-      >,
+      algorithm: fc.constantFrom(...RATE_ALGORITHMS),
       rate,
       burst: fc.constantFrom(1, 0.5, 2),
       slots: fc.integer({ min: 1, max: 5 }),
       warmUp: fc.constantFrom(0, 500, 5000),
       block: fc.option(
         fc.record({ forMs: fc.constantFrom(50, 700, 5000), after: fc.integer({ min: 1, max: 3 }) }),
-        { nil: undefined, freq: 3 },
+        // Half with a penalty: one without takes Redis's one-policy scripts.
+        { nil: undefined, freq: 2 },
       ),
     })
     .map(({ algorithm, rate, burst, slots, warmUp, block }) => ({
       algorithm,
-      limit: rate.limit,
-      window: rate.window,
-      capacity: Math.max(1, Math.floor(rate.limit * burst)),
-      slots,
-      warmUp,
+      values: {
+        limit: rate.limit,
+        window: rate.window,
+        capacity: Math.max(1, Math.floor(rate.limit * burst)),
+        slots,
+        warmUp,
+      },
       block,
     })),
   fc.record({
-    algorithm: fc.constant('concurrency' as const),
-    max: fc.integer({ min: 1, max: 3 }),
+    algorithm: fc.constantFrom(...UNTIMED),
+    values: fc.record({ max: fc.integer({ min: 1, max: 3 }), maxQueue: fc.constant(0) }),
+    block: fc.constant(undefined),
   }),
 )
 
@@ -308,6 +317,7 @@ const step = fc.record({
     'boundary',
     'boundary',
     'boundary',
+    'boundary',
   ),
   key: fc.integer({ min: 0, max: KEYS - 1 }),
   // One policy alone half the time: one-policy calls take the stores' shortest paths.
@@ -328,6 +338,8 @@ const step = fc.record({
   // An advance a take makes first, aimed at a policy it takes from.
   before: fc.option(advance, { nil: undefined, freq: 2 }),
   blockFirst: fc.boolean(),
+  // A boundary step's nudge: 1 µs short of the instant half the time.
+  edgeNudge: fc.constantFrom(-1, -1, 0, 1),
   // A take of what each policy has left, plus this.
   drain: fc.option(fc.constantFrom(0, 0, 1), { nil: undefined, freq: 2 }),
   pick: fc.nat(),
@@ -341,23 +353,33 @@ const steps = fc.array(step, { minLength: 1, maxLength: 40, size: 'max' })
 /**
  * A `boundary` step is two takes on one key: the first of exactly what each policy has left,
  * the second of one permit after an advance to (or 1 µs short of, or past) the instant the
- * aimed-at policy's next permit frees; between them, a block of `ms` when `blockFirst` (a
- * key that held a block can decide on another path: Redis's one-policy script leaves its
- * inline path for such a key). Any other step is itself.
+ * aimed-at policy's next permit frees; between them, a block of up to 1 ms when
+ * `blockFirst` (a key that held a block can decide on another path: Redis's one-policy
+ * script leaves its inline path for such a key). Any other step is itself.
  */
-function expand<S extends { op: string; advance: { to: AdvanceTo }; blockFirst: boolean }>(
-  step: S,
-) {
+function expand<
+  S extends {
+    op: string
+    ms: number
+    advance: { to: AdvanceTo }
+    blockFirst: boolean
+    edgeNudge: number
+  },
+>(step: S) {
   if (step.op !== 'boundary') return [step]
   const to: AdvanceTo = step.advance.to === 'retry' ? 'retry' : 'reset'
   return [
     { ...step, op: 'take' as const, drain: 0, before: undefined },
-    ...(step.blockFirst ? [{ ...step, op: 'block' as const }] : []),
+    // A block that ends before the permit frees (at most 1 ms), so the take meets the key's
+    // state and not the block.
+    ...(step.blockFirst
+      ? [{ ...step, op: 'block' as const, ms: Math.min(Math.max(step.ms, 0.001), 1) }]
+      : []),
     {
       ...step,
       op: 'take' as const,
       drain: undefined,
-      before: { ...step.advance, to },
+      before: { ...step.advance, to, nudge: step.edgeNudge },
       cost: 1,
       perPolicy: false,
     },
@@ -367,10 +389,10 @@ function expand<S extends { op: string; advance: { to: AdvanceTo }; blockFirst: 
 /**
  * Where an advance goes: `ms` a random length; `reset` / `retry` the resetMs / retryAfterMs
  * a key read after the last step; `taken` the retryAfterMs of the last take (a refused cost
- * above 1); `period` `times` × the policy's
- * emission interval (window / limit) or slot length (window / slots; the window for a
- * fixed window); `edge` to the `times`-th next boundary of those lengths counted from the
- * clock's zero, where windows and slots start. Each is nudged by −1, 0 or +1 µs.
+ * above 1); `period` `times` × the policy's emission interval (window / limit); `edge` to
+ * the `times`-th next end of a slot (window / slots) or, without slots, of a window,
+ * counted from the clock's zero where windows and slots start. Each is nudged by −1, 0 or
+ * +1 µs.
  */
 type AdvanceTo = 'ms' | 'reset' | 'retry' | 'taken' | 'period' | 'edge'
 
@@ -393,18 +415,13 @@ function advanceMs(
     const wait = to === 'reset' ? result?.resetMs : result?.retryAfterMs
     if (wait !== undefined && wait > 0 && Number.isFinite(wait)) us = micros(wait)
   } else if (to !== 'ms') {
-    const policy = policies[target]!
-    const spec = policy.spec
-    if (spec.algorithm !== 'concurrency') {
-      // A length of window / parts µs, as integers: the huge rates' periods are below 1 µs.
+    const spec = policies[target]!.spec
+    if ('window' in spec) {
+      // A length of window / parts µs, as integers (the huge rates' periods are below 1
+      // µs): a `period` is the emission interval (window / limit), an `edge` ends a slot
+      // (window / slots) or else a window, both counted from the clock's zero.
       const window = BigInt(micros(spec.window))
-      const parts = BigInt(
-        spec.algorithm === 'fixed-window'
-          ? 1
-          : spec.algorithm === 'sliding-window'
-            ? spec.slots
-            : spec.limit,
-      )
+      const parts = BigInt(to === 'period' ? spec.limit : 'slots' in spec ? spec.slots : 1)
       const k = BigInt(times)
       if (to === 'period') {
         us = Number(ceilDiv(k * window, parts))
@@ -442,20 +459,18 @@ function describeCost(cost: Cost): string {
   return typeof cost === 'number' ? `cost ${cost}` : `costs [${cost.join(', ')}]`
 }
 
-function policyOf(planned: PlannedPolicy, name: string): Policy {
-  if (planned.algorithm === 'concurrency') {
-    return makePolicy({ algorithm: 'concurrency', max: planned.max, maxQueue: 0 }, name)
+/** The planned policy's spec: the values of the options its registry entry lists. */
+function policyOf({ algorithm, values, block }: PlannedPolicy, name: string): Policy {
+  const spec: Record<string, unknown> = { algorithm }
+  for (const option of algorithmDefinition(algorithm).options) {
+    if (!(option in values)) {
+      throw new Error(
+        `runStoreModel: the plan has no values for option "${option}" of ${algorithm}`,
+      )
+    }
+    spec[option] = values[option]
   }
-  const { algorithm, limit, window, capacity, slots, warmUp } = planned
-  const spec =
-    algorithm === 'token-bucket'
-      ? { algorithm, limit, window, capacity }
-      : algorithm === 'warm-up'
-        ? { algorithm, limit, window, capacity, warmUp }
-        : algorithm === 'sliding-window'
-          ? { algorithm, limit, window, slots }
-          : { algorithm, limit, window }
-  return makePolicy(normalizeSpec(spec), name, planned.block)
+  return makePolicy(normalizeSpec(spec as unknown as LimiterSpec), name, block)
 }
 
 /** Compares a store's results with the model's, every field. */
@@ -678,5 +693,5 @@ class ModelStore {
 }
 
 function timed(policy: Policy): boolean {
-  return policy.spec.algorithm !== 'concurrency'
+  return algorithmDefinition(policy.spec.algorithm).timed
 }
