@@ -1,6 +1,8 @@
 /**
  * A length of time: milliseconds as a number, or a string such as `'250ms'`, `'1s'`,
- * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`.
+ * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`. A limiter's `window` and `warmUp` are whole
+ * microseconds up to 2^53 µs (about 285 years); other durations (timeouts, a lease's
+ * `ttl`) up to 2^53 ms.
  */
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`
 
