@@ -1,15 +1,35 @@
 /**
- * Issue 22: no import cycles in any package's source. Reads every relative import and
- * export (those of types only aside) of `packages/<name>/src` (tests left out) and looks for a cycle by depth-first
- * search; a cycle found is printed file by file.
+ * No import cycles in any package's source. Reads every relative import and export of
+ * `packages/<name>/src` (tests left out), those of types only included, and finds the
+ * strongly connected components of that graph (Tarjan); each cycle found is printed file
+ * by file. Type-only imports load nothing at run time, but a cycle through them still ties
+ * the files' layout together: a type moved to a leaf file breaks it.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 const PACKAGES = join(ROOT, 'packages')
+
+/**
+ * Cycles known and not yet broken, by package: each is named here so that the test says
+ * which it lets pass, and fails once one is gone (remove it then) or another appears.
+ * nestjs: `exception.ts` takes the `NestResponse` type from `accessors.ts`, which throws
+ * the exception; moving `NestRequest` and `NestResponse` to a leaf file breaks it.
+ */
+const KNOWN_CYCLES: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  nestjs: [['accessors.ts', 'exception.ts']],
+}
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -19,9 +39,7 @@ function sources(dir: string): string[] {
   })
 }
 
-// `import type` and `export type` are erased when compiled: they load nothing, so they
-// make no cycle at run time.
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s(?!type\s)[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g
 
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8')
@@ -34,57 +52,84 @@ function importsOf(file: string): string[] {
   return found
 }
 
-/** One cycle of the graph, as a list of files, or undefined. */
-export function findCycle(files: readonly string[]): string[] | undefined {
+/** Every cycle of the graph: its strongly connected components of two files or more (sorted). */
+export function findCycles(files: readonly string[]): string[][] {
   const edges = new Map(files.map((file) => [file, importsOf(file)]))
-  const state = new Map<string, 'open' | 'done'>()
-  const path: string[] = []
-  const visit = (file: string): string[] | undefined => {
-    if (state.get(file) === 'done') return undefined
-    if (state.get(file) === 'open') return [...path.slice(path.indexOf(file)), file]
-    state.set(file, 'open')
-    path.push(file)
-    for (const next of edges.get(file) ?? []) {
-      const cycle = visit(next)
-      if (cycle !== undefined) return cycle
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const cycles: string[][] = []
+  let next = 0
+  const visit = (file: string): void => {
+    index.set(file, next)
+    low.set(file, next++)
+    stack.push(file)
+    onStack.add(file)
+    for (const to of edges.get(file) ?? []) {
+      if (!index.has(to)) {
+        visit(to)
+        low.set(file, Math.min(low.get(file)!, low.get(to)!))
+      } else if (onStack.has(to)) {
+        low.set(file, Math.min(low.get(file)!, index.get(to)!))
+      }
     }
-    path.pop()
-    state.set(file, 'done')
-    return undefined
+    if (low.get(file) !== index.get(file)) return
+    const component: string[] = []
+    let member: string
+    do {
+      member = stack.pop()!
+      onStack.delete(member)
+      component.push(member)
+    } while (member !== file)
+    if (component.length > 1) cycles.push(component.sort())
   }
-  for (const file of files) {
-    const cycle = visit(file)
-    if (cycle !== undefined) return cycle
-  }
-  return undefined
+  for (const file of files) if (!index.has(file)) visit(file)
+  return cycles.sort((x, y) => (x[0]! < y[0]! ? -1 : 1))
 }
 
-describe('import cycles', () => {
+describe('import cycles (type-only imports included)', () => {
   const packages = readdirSync(PACKAGES).filter((name) => existsSync(join(PACKAGES, name, 'src')))
 
-  it.each(packages)('packages/%s/src has none', (name) => {
-    const cycle = findCycle(sources(join(PACKAGES, name, 'src')))
-    expect(cycle?.map((file) => relative(ROOT, file)).join(' → ')).toBeUndefined()
+  it.each(packages)('packages/%s/src has none but the known ones', (name) => {
+    const src = join(PACKAGES, name, 'src')
+    const found = findCycles(sources(src)).map((cycle) => cycle.map((file) => relative(src, file)))
+    const known = KNOWN_CYCLES[name] ?? []
+    expect(
+      found
+        .filter((cycle) => !known.some((k) => k.join() === cycle.join()))
+        .map((c) => c.join(' ↔ ')),
+      `new cycles in packages/${name}/src`,
+    ).toEqual([])
+    expect(
+      known
+        .filter((k) => !found.some((cycle) => k.join() === cycle.join()))
+        .map((c) => c.join(' ↔ ')),
+      `known cycles of packages/${name}/src that are gone: remove them from KNOWN_CYCLES`,
+    ).toEqual([])
   })
 
-  it('finds one when there is one', () => {
-    // The checker itself, on two files of this test's own that import each other.
+  it('finds one, through a type-only import too', () => {
+    // The checker itself, on files of this test's own that import each other.
     const dir = join(ROOT, 'examples/readme/.blocks/cycle-check')
-    const a = join(dir, 'a.ts')
-    const b = join(dir, 'b.ts')
-    return import('node:fs').then(({ mkdirSync, writeFileSync, rmSync }) => {
-      mkdirSync(dir, { recursive: true })
-      writeFileSync(a, "import { b } from './b'\nexport const a = () => b\n")
-      writeFileSync(b, "export { a as b } from './a'\n")
-      try {
-        expect(findCycle([a, b])?.map((file) => relative(dir, file))).toEqual([
-          'a.ts',
-          'b.ts',
-          'a.ts',
-        ])
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
-    })
+    const file = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text)
+      return join(dir, name)
+    }
+    mkdirSync(dir, { recursive: true })
+    try {
+      const a = file('a.ts', "import { b } from './b'\nexport const a = () => b\n")
+      const b = file('b.ts', "export { a as b } from './a'\n")
+      const c = file('c.ts', "import type { D } from './d'\nexport interface C { d?: D }\n")
+      const d = file('d.ts', "import type { C } from './c'\nexport interface D { c?: C }\n")
+      const leaf = file('e.ts', "import type { C } from './c'\nexport type E = C\n")
+      const cycles = findCycles([a, b, c, d, leaf])
+      expect(cycles.map((cycle) => cycle.map((f) => relative(dir, f)))).toEqual([
+        ['a.ts', 'b.ts'],
+        ['c.ts', 'd.ts'],
+      ])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -1,6 +1,5 @@
 import { ManualClock } from '@sluice/core'
-import { runStoreContract } from '@sluice/http/testing'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import { afterEach, expect } from 'vitest'
 import { type DurableObjectStoreError, durableObjectStore } from '../src/index'
 import { inProcessNamespace } from './in-process'
@@ -25,7 +24,7 @@ runStoreContract(
       onError: 'deny',
       onFailure: (error) => failures.push(error),
     }),
-  { advance: (ms) => clock.advance(ms), carries: true },
+  { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, carries: true },
 )
 
 runStoreModel(

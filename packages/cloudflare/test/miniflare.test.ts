@@ -1,5 +1,4 @@
-import { runStoreContract } from '@sluice/http/testing'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import { afterAll, afterEach, beforeAll, expect } from 'vitest'
 import {
   type DurableObjectNamespaceLike,
@@ -41,12 +40,12 @@ function onObjects(prefix: string) {
 }
 
 runStoreContract('durableObjectStore (objects in workerd)', () => onObjects('contract'), {
-  advance: (ms) => objects.advance(ms),
+  clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
   carries: true,
 })
 
 runStoreModel('durableObjectStore (objects in workerd)', () => onObjects('model'), {
   clock: { now: () => objects.now(), advance: (ms) => objects.advance(ms) },
   leaseTtlMs: 60_000,
-  runs: 15,
+  runs: 6,
 })

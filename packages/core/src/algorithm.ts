@@ -1,3 +1,4 @@
+import { formatDuration } from './duration'
 import type { RateKernel } from './kernel'
 import type {
   Clock,
@@ -34,6 +35,30 @@ export interface AlgorithmDefinition<S extends NormalizedSpec = NormalizedSpec> 
   readonly kernel?: (spec: S & NormalizedRateSpec) => RateKernel
   /** Builds the limiter from a normalized spec. */
   create(spec: S, name: string, clock: Clock): RateLimiter | ConcurrencyLimiter
+  /**
+   * The name an unnamed policy of this spec gets (before a penalty's part): ERL-style
+   * `100-per-1m` (see {@link perWindow}), plus whatever sets it apart from another
+   * algorithm's or another spec's (`-fixed-window`, `-burst-20`), so that two unnamed
+   * policies that count differently never share a name.
+   */
+  defaultName(spec: S): string
+}
+
+/**
+ * `limit`-per-`window`, the start of every time-based algorithm's default name.
+ *
+ * @example
+ * ```ts
+ * perWindow({ limit: 100, window: 60_000 }) // '100-per-1m'
+ * ```
+ */
+export function perWindow(spec: { readonly limit: number; readonly window: number }): string {
+  return `${spec.limit}-per-${formatDuration(spec.window)}`
+}
+
+/** `-burst-<capacity>` when a bucket's capacity is not its limit, else nothing. */
+export function burst(spec: { readonly limit: number; readonly capacity: number }): string {
+  return spec.capacity === spec.limit ? '' : `-burst-${spec.capacity}`
 }
 
 /**

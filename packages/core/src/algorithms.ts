@@ -5,7 +5,13 @@ import type { RateKernel } from './kernel'
 import { leakyBucketAlgorithm } from './leaky-bucket/leaky-bucket'
 import { slidingWindowAlgorithm } from './sliding-window/sliding-window'
 import { tokenBucketAlgorithm } from './token-bucket/token-bucket'
-import type { Algorithm, LimiterSpec, NormalizedRateSpec, NormalizedSpec } from './types'
+import type {
+  Algorithm,
+  LimiterSpec,
+  NormalizedRateSpec,
+  NormalizedSpec,
+  RateAlgorithm,
+} from './types'
 import { describe, readOptions, typeError } from './validation'
 import { warmUpAlgorithm } from './warm-up/warm-up-token-bucket'
 
@@ -32,7 +38,9 @@ const REGISTRY: {
 export const ALGORITHMS: readonly Algorithm[] = Object.keys(REGISTRY) as Algorithm[]
 
 /** The time-based algorithms: those whose limiters are `RateLimiter`s. */
-export const RATE_ALGORITHMS: readonly Algorithm[] = ALGORITHMS.filter((a) => REGISTRY[a].timed)
+export const RATE_ALGORITHMS: readonly RateAlgorithm[] = ALGORITHMS.filter(
+  (a): a is RateAlgorithm => REGISTRY[a].timed,
+)
 
 /**
  * The registry entry of `algorithm`, or a TypeError naming the option and the choices.

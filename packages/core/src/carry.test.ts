@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { normalizeSpec, rateKernel } from './algorithms'
-import { CARRY_MODES, type Carry } from './carry'
+import { CARRY_MODES } from './carry'
 import type { RateKernel } from './kernel'
-import type { NormalizedRateSpec, RateLimiterSpec } from './types'
+import type { Carry, NormalizedRateSpec, RateLimiterSpec } from './types'
 
 /** A one-row kernel of `spec` (normalized or not), fresh at `now`. */
 function kernelOf(spec: RateLimiterSpec | NormalizedRateSpec, now = 0): RateKernel {

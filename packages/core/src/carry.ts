@@ -1,23 +1,5 @@
+import type { Carry } from './types'
 import { describe, suggest, typeError } from './validation'
-
-/**
- * How a reconfiguration carries a key's state over to the new spec of the same algorithm
- * (Bucket4j's four token-inheritance strategies). Each acts on the permits available now
- * (for a window: limit − used in the current window):
- *
- * - `'proportional'` (default): available × new / old (capacity for buckets, limit for
- *   windows), rounded down; a window's used counts scale the same way (Guava's `setRate`).
- * - `'as-is'`: available unchanged, capped at the new capacity.
- * - `'additive'`: available + (new − old): every permit taken still counts against the
- *   new limit, so a key that used more than the new limit owes the rest (0 available).
- * - `'reset'`: a fresh state, the only mode that forgives debt.
- *
- * In every mode but `'reset'` debt stays owed: the instant the permits already granted are
- * paid off does not move, and the new spec applies from then. A fresh key stays fresh
- * (a store forgets fresh keys, so one it kept and one it forgot come out the same), and a
- * warm-up bucket keeps its age.
- */
-export type Carry = 'proportional' | 'as-is' | 'reset' | 'additive'
 
 /**
  * Every {@link Carry} mode, in the order messages list them.
@@ -28,12 +10,6 @@ export type Carry = 'proportional' | 'as-is' | 'reset' | 'additive'
  * ```
  */
 export const CARRY_MODES: readonly Carry[] = ['proportional', 'as-is', 'reset', 'additive']
-
-/** The second argument of `reconfigure`. */
-export interface ReconfigureOptions {
-  /** How the state carries over to the new spec. Default `'proportional'`. */
-  carry?: Carry
-}
 
 /**
  * The `carry` of a reconfiguration (default `'proportional'`), or a TypeError naming the

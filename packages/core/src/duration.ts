@@ -79,3 +79,25 @@ export function parseDuration(value: Duration, optionLabel = 'duration'): number
     `${optionLabel} must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d'), got ${describe(value)}${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}`,
   )
 }
+
+const UNITS: readonly [number, string][] = [
+  [86_400_000, 'd'],
+  [3_600_000, 'h'],
+  [60_000, 'm'],
+  [1000, 's'],
+]
+
+/**
+ * Milliseconds as the shortest exact duration string: `60000` → `'1m'`, `1500` →
+ * `'1500ms'`. Used in default policy names, so it must never round.
+ *
+ * @example
+ * ```ts
+ * formatDuration(90_000) // '90s'
+ * ```
+ */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s'
+  for (const [size, unit] of UNITS) if (ms % size === 0) return `${ms / size}${unit}`
+  return `${ms}ms`
+}

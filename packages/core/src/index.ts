@@ -21,7 +21,7 @@ export {
   type VegasOptions,
 } from './adaptive/adaptive-concurrency'
 export { ALGORITHMS, normalizeSpec, RATE_ALGORITHMS } from './algorithms'
-export { CARRY_MODES, type Carry, type ReconfigureOptions } from './carry'
+export { CARRY_MODES } from './carry'
 export { ManualClock, systemClock } from './clock'
 export { concurrency } from './concurrency/concurrency'
 export { createLimiter } from './create-limiter'
@@ -37,6 +37,7 @@ export { slidingWindow } from './sliding-window/sliding-window'
 export { tokenBucket } from './token-bucket/token-bucket'
 export type {
   Algorithm,
+  Carry,
   Clock,
   CommonOptions,
   ConcurrencyLimiter,
@@ -55,8 +56,10 @@ export type {
   PriorityName,
   PriorityOptions,
   QueuePolicy,
+  RateAlgorithm,
   RateLimiter,
   RateLimiterSpec,
+  ReconfigureOptions,
   ReconfigureSpec,
   SlidingWindowOptions,
   TokenBucketOptions,

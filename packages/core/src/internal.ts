@@ -10,6 +10,7 @@
 export type { AlgorithmDefinition } from './algorithm'
 export { algorithmDefinition, rateKernel } from './algorithms'
 export { readCarry } from './carry'
+export { formatDuration } from './duration'
 export { micros, mulAddDiv, mulDivCeil, mulDivMod, PAIR } from './exact'
 export type { Quota, RateKernel } from './kernel'
 export {

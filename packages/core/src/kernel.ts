@@ -1,5 +1,4 @@
-import type { Carry } from './carry'
-import type { NormalizedRateSpec } from './types'
+import type { Carry, NormalizedRateSpec } from './types'
 
 /**
  * What a decision leaves to report, written by a kernel into an object its caller owns

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { flush, track } from '../test/helpers'
 import { adaptiveConcurrency } from './adaptive/adaptive-concurrency'
-import type { Carry } from './carry'
 import { ManualClock } from './clock'
 import { concurrency } from './concurrency/concurrency'
 import { createLimiter } from './create-limiter'
@@ -10,7 +9,7 @@ import { fixedWindow } from './fixed-window/fixed-window'
 import { leakyBucket } from './leaky-bucket/leaky-bucket'
 import { slidingWindow } from './sliding-window/sliding-window'
 import { tokenBucket } from './token-bucket/token-bucket'
-import type { RateLimiter } from './types'
+import type { Carry, RateLimiter } from './types'
 import { warmUpTokenBucket } from './warm-up/warm-up-token-bucket'
 
 const MODES: readonly Carry[] = ['proportional', 'as-is', 'additive', 'reset']

@@ -1,7 +1,7 @@
 import type { AlgorithmDefinition } from './algorithm'
-import { type Carry, readCarry } from './carry'
+import { readCarry } from './carry'
 import type { RateKernel } from './kernel'
-import type { Clock, NormalizedRateSpec, NormalizedSpec } from './types'
+import type { Carry, Clock, NormalizedRateSpec, NormalizedSpec } from './types'
 import { describe, readOptions } from './validation'
 
 /** A validated `reconfigure` call: the new spec, normalized, and how the state carries over. */

@@ -1,8 +1,8 @@
-import type { ReconfigureOptions } from './carry'
-
 /**
  * A length of time: milliseconds as a number, or a string such as `'250ms'`, `'1s'`,
- * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`.
+ * `'1.5s'`, `'5m'`, `'2h'` or `'1d'`. A limiter's `window` and `warmUp` are whole
+ * microseconds up to 2^53 µs (about 285 years); other durations (timeouts, a lease's
+ * `ttl`) up to 2^53 ms.
  */
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`
 
@@ -269,3 +269,33 @@ export type NormalizedSpec =
 export type NormalizedRateSpec = Exclude<NormalizedSpec, { algorithm: 'concurrency' }>
 /** The specs of the five time-based limiters. */
 export type RateLimiterSpec = Exclude<LimiterSpec, { algorithm: 'concurrency' }>
+/**
+ * The name of a time-based algorithm (one with a `RateLimiter`): every {@link Algorithm}
+ * but `'concurrency'`. `RATE_ALGORITHMS` lists them.
+ */
+export type RateAlgorithm = RateLimiterSpec['algorithm']
+
+/**
+ * How a reconfiguration carries a key's state over to the new spec of the same algorithm
+ * (Bucket4j's four token-inheritance strategies). Each acts on the permits available now
+ * (for a window: limit − used in the current window):
+ *
+ * - `'proportional'` (default): available × new / old (capacity for buckets, limit for
+ *   windows), rounded down; a window's used counts scale the same way (Guava's `setRate`).
+ * - `'as-is'`: available unchanged, capped at the new capacity.
+ * - `'additive'`: available + (new − old): every permit taken still counts against the
+ *   new limit, so a key that used more than the new limit owes the rest (0 available).
+ * - `'reset'`: a fresh state, the only mode that forgives debt.
+ *
+ * In every mode but `'reset'` debt stays owed: the instant the permits already granted are
+ * paid off does not move, and the new spec applies from then. A fresh key stays fresh
+ * (a store forgets fresh keys, so one it kept and one it forgot come out the same), and a
+ * warm-up bucket keeps its age.
+ */
+export type Carry = 'proportional' | 'as-is' | 'reset' | 'additive'
+
+/** The second argument of `reconfigure`. */
+export interface ReconfigureOptions {
+  /** How the state carries over to the new spec. Default `'proportional'`. */
+  carry?: Carry
+}

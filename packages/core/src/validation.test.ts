@@ -12,6 +12,8 @@ const DURATION_RULE =
   "must be a duration (milliseconds as a non-negative number, or a string such as '250ms', '1.5s', '5m', '2h', '1d')"
 
 // (call, error class, exact message): every option is checked at construction.
+const WINDOW_CAP = 'must be at most 2^53 microseconds (9,007,199,254,740.991 ms, about 285 years)'
+
 const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
   [
     'no options',
@@ -193,7 +195,38 @@ const badOptions: [string, () => unknown, ErrorConstructor, string][] = [
     'window too long to count exactly',
     () => tokenBucket({ limit: 1, window: Number.MAX_VALUE }),
     RangeError,
-    `tokenBucket: "window" must be at most ${2 ** 53} ms, got ${Number.MAX_VALUE}`,
+    `tokenBucket: "window" ${WINDOW_CAP}, got ${Number.MAX_VALUE}`,
+  ],
+  // Every algorithm's windows stop at 2^53 µs (not ms), and the message says so.
+  [
+    'a window one microsecond past 2^53',
+    () => fixedWindow({ limit: 1, window: '9007199254741ms' }),
+    RangeError,
+    `fixedWindow: "window" ${WINDOW_CAP}, got "9007199254741ms"`,
+  ],
+  [
+    'a sliding window of 2^53 ms',
+    () => slidingWindow({ limit: 1, window: 2 ** 53 }),
+    RangeError,
+    `slidingWindow: "window" ${WINDOW_CAP}, got ${2 ** 53}`,
+  ],
+  [
+    'a leaky bucket of a million years',
+    () => leakyBucket({ limit: 1, window: '365000000d' }),
+    RangeError,
+    `leakyBucket: "window" ${WINDOW_CAP}, got "365000000d"`,
+  ],
+  [
+    'a warm-up bucket whose cold interval passes 2^53 microseconds',
+    () => warmUpTokenBucket({ limit: 1, window: '3002399751580.331ms', warmUp: '1s' }),
+    RangeError,
+    'warmUpTokenBucket: "window" divided by the limit and times 3 × the capacity (3 × 1) must be at most 2^53 microseconds, got "3002399751580.331ms"',
+  ],
+  [
+    'a warm-up past 2^53 microseconds',
+    () => warmUpTokenBucket({ limit: 1, warmUp: '104250d' }),
+    RangeError,
+    `warmUpTokenBucket: "warmUp" ${WINDOW_CAP}, got "104250d"`,
   ],
   [
     'capacity × window past 2^53',
@@ -257,6 +290,21 @@ describe('factory options', () => {
   it.each(badOptions)('%s', (_, create, type, message) => {
     expect(create).toThrow(new type(message))
     expect(create).toThrow(type)
+  })
+
+  it('accepts a window of 2^53 − 1 microseconds in every algorithm (a third of it warming up)', () => {
+    const window = '9007199254740.991ms'
+    // At time 0: a bucket's next free instant is then τ itself, still below 2^53 µs.
+    const clock = new ManualClock(0)
+    const limiters = [
+      tokenBucket({ limit: 1, window, clock }),
+      leakyBucket({ limit: 1, window, clock }),
+      fixedWindow({ limit: 1, window, clock }),
+      slidingWindow({ limit: 1, window, clock }),
+      // A cold interval is three windows; warmUp itself may be as long as any window.
+      warmUpTokenBucket({ limit: 1, window: '3002399751580.33ms', warmUp: window, clock }),
+    ]
+    expect(limiters.map((l) => l.tryAcquire())).toEqual([true, true, true, true, true])
   })
 })
 

@@ -158,8 +158,9 @@ export function readNonNegativeInteger(factory: string, option: string, value: u
 }
 
 /**
- * The longest duration any option accepts: about 285 years, far beyond any useful window,
- * and small enough that a window times a safe limit is still a finite number.
+ * The longest duration an option that is not a window accepts (a timeout, a lease's ttl):
+ * 2^53 ms, about 285,000 years, so any sum of it with a clock reading stays finite. Windows
+ * (and `warmUp`) stop a thousand times sooner, at {@link MAX_WINDOW_MS}.
  */
 export const MAX_DURATION_MS = 2 ** 53
 
@@ -213,7 +214,10 @@ export function readPositiveDuration(
   return ms
 }
 
-/** Longest window a limiter counts in: 2^53 microseconds (about 285 years). */
+/**
+ * Longest window a limiter counts in, for every algorithm: 2^53 − 1 microseconds
+ * (9,007,199,254.740991 s, about 285 years), the kernels' unit being whole microseconds.
+ */
 export const MAX_WINDOW_MS = Number.MAX_SAFE_INTEGER / 1000
 
 /**
@@ -236,19 +240,28 @@ export function readWindow(
   fallback?: Duration,
   allowZero = false,
 ): number {
-  const ms = allowZero
-    ? readDuration(factory, option, value, fallback)
-    : readPositiveDuration(factory, option, value, fallback)
+  // Only `undefined` means absent: `null` is a mistake, not "no window".
   const shown = value === undefined ? fallback : value
+  const ms = parseDuration(shown as Duration, `${factory}: "${option}"`)
+  if (ms === 0) {
+    if (!allowZero) throw rangeError(factory, option, 'must be a positive duration', shown)
+    return 0
+  }
+  // The window's own cap, checked first: a longer one must not be told of another's.
+  if (ms > MAX_WINDOW_MS) {
+    throw rangeError(
+      factory,
+      option,
+      'must be at most 2^53 microseconds (9,007,199,254,740.991 ms, about 285 years)',
+      shown,
+    )
+  }
   const us = ms * 1000
-  if (ms !== 0 && us < 1) {
+  if (us < 1) {
     throw rangeError(factory, option, 'must be at least one microsecond (0.001 ms)', shown)
   }
   if (Math.abs(us - Math.round(us)) > 1e-9 * Math.max(1, us)) {
     throw rangeError(factory, option, 'must be a whole number of microseconds', shown)
-  }
-  if (ms > MAX_WINDOW_MS) {
-    throw rangeError(factory, option, 'must be at most 2^53 microseconds (about 285 years)', shown)
   }
   // A valid but bare `window: 60` is far more often a minute meant than 60 ms.
   warnIfBareMilliseconds(factory, option, value)

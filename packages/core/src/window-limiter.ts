@@ -1,5 +1,4 @@
 import type { AlgorithmDefinition } from './algorithm'
-import type { ReconfigureOptions } from './carry'
 import type { RateKernel } from './kernel'
 import { invalidPermits, isPermitCount } from './options'
 import { reconfigureKernel } from './reconfigure'
@@ -8,6 +7,7 @@ import type {
   NormalizedSpec,
   RateLimiter,
   RateLimiterSpec,
+  ReconfigureOptions,
   ReconfigureSpec,
   WaitOptions,
 } from './types'

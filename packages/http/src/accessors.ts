@@ -1,7 +1,6 @@
-import { isPromiseLike } from '@sluice/keyed/store'
-import type { BulkheadInfo, Decision, RateLimitInfo } from './decision'
-import type { Outcome, Refusal } from './engine'
-import type { ProxyTexts, ProxyView } from './proxy-checks'
+// Types only, importing nothing of this package: the engines, the key and header code and
+// the proxy checks all read them, and a file here that imported one of those back would
+// close a cycle.
 
 /**
  * How `@sluice/http` reads a framework's request. Each adapter supplies one object of
@@ -120,101 +119,24 @@ export interface ResponseAccessors<Req, Res> {
   status?(res: Res): number | undefined
 }
 
-/**
- * What `respond` (of `@sluice/http/node` or `@sluice/http/fetch`) needs besides the
- * response accessors: how the framework sends a refusal, hands a decision to the
- * handler, calls the user's `onLimited` and reports a failure. `Next` is what the
- * framework passes a middleware to go on (Express `next`, Koa `next`, Fastify `done`).
- *
- * @example
- * ```ts
- * const answer: AnswerAccessors<Request, Response, NextFunction> = {
- *   ...expressResponse,
- *   send: (_req, res, status, { contentType, body }) => void res.status(status).type(contentType).send(body),
- *   expose: (req, name, value) => void (req[name] = value),
- *   limited: (onLimited, req, res, next, decision) => onLimited(req, res, next, decision),
- *   fail: (error, _req, _res, next) => next(error),
- * }
- * ```
- */
-export interface AnswerAccessors<Req, Res, Next> extends ResponseAccessors<Req, Res> {
-  /** Sends a refusal the framework's way, so its hooks and logs see it. */
-  send(req: Req, res: Res, status: number, refusal: Refusal): unknown
-  /**
-   * Optional: hands what a middleware decided to the handler. Default: a property of the
-   * request, `req.rateLimit` or `req.bulkhead` (Express, Fastify); Koa puts it on
-   * `ctx.state`, Hono in `c.set()`.
-   */
-  expose?(req: Req, name: 'rateLimit' | 'bulkhead', value: RateLimitInfo | BulkheadInfo): void
-  /** Calls the user's `onLimited` (opaque to sluice) with the framework's arguments. */
-  limited(
-    onLimited: (...args: never[]) => unknown,
-    req: Req,
-    res: Res,
-    next: Next,
-    decision: Decision,
-  ): unknown
-  /**
-   * Optional: hands a failure to the framework's error handling. Default: `next(error)`
-   * (Express, Fastify's `done`); Koa and Hono rethrow it.
-   */
-  fail?(error: unknown, req: Req, res: Res, next: Next): unknown
-  /**
-   * Optional: answers a request whose client left before it was answered (while it
-   * waited), where the framework needs an answer all the same. Hono: a 499 response.
-   */
-  abandoned?(req: Req, res: Res): void
+/** What a framework says of one request's proxy setup. */
+export interface ProxyView {
+  /** The framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
+  readonly trusted: boolean
+  /** It trusts every hop, so the client-written leftmost address wins. */
+  readonly permissive: boolean
+  /** The request carries the proxy header (`X-Forwarded-For`, or Koa's `proxyIpHeader`). */
+  readonly forwarded: boolean
 }
 
-/** Gives the handler what the outcome decided, through `expose` or as a request property. */
-export function expose<Req>(
-  accessors: AnswerAccessors<Req, never, never>,
-  req: Req,
-  outcome: Outcome,
-): void {
-  const { info } = outcome
-  if (info === undefined) return
-  if (accessors.expose !== undefined) accessors.expose(req, outcome.exposes, info)
-  else (req as Record<string, unknown>)[outcome.exposes] = info
-}
-
-/** Hands a failure to the framework: through `fail`, or as `next(error)`. */
-export function fail<Req, Res, Next extends (...args: never[]) => unknown>(
-  accessors: AnswerAccessors<Req, Res, Next>,
-  error: unknown,
-  req: Req,
-  res: Res,
-  next: Next,
-): unknown {
-  if (accessors.fail !== undefined) return accessors.fail(error, req, res, next)
-  return (next as unknown as (error: unknown) => unknown)(error)
-}
-
-/**
- * Answers a refusal: the user's `onLimited` through `limited`, or the refusal's status and
- * body through `send`. A failure of either (sync or async: a throwing `message` or
- * `onLimited`) goes to `failure`. Returns what was answered, a promise while it is under way.
- */
-export function refuse<Req, Res, Next>(
-  accessors: AnswerAccessors<Req, Res, Next>,
-  outcome: Outcome,
-  req: Req,
-  res: Res,
-  next: Next,
-  failure: (error: unknown) => unknown,
-): unknown {
-  try {
-    let sent: unknown
-    if (outcome.onLimited !== undefined) {
-      sent = accessors.limited(outcome.onLimited, req, res, next, outcome.decision!)
-    } else {
-      const refusal = outcome.refusal()
-      sent = isPromiseLike(refusal)
-        ? Promise.resolve(refusal).then((r) => accessors.send(req, res, outcome.status, r))
-        : accessors.send(req, res, outcome.status, refusal)
-    }
-    return isPromiseLike(sent) ? Promise.resolve(sent).then(undefined, failure) : sent
-  } catch (error) {
-    return failure(error)
-  }
+/** The framework's own words for the warnings, naming its settings. */
+export interface ProxyTexts {
+  /** `ERR_SLUICE_PERMISSIVE_TRUST_PROXY`: every hop is trusted. */
+  readonly permissive: string
+  /** `ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY`: a proxy header arrived while proxies are not trusted. */
+  readonly untrusted: string
+  /** `ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY`: proxies are trusted, but no proxy header came. */
+  readonly noProxy: (watched: number) => string
+  /** `ERR_SLUICE_NO_CLIENT_ADDRESS`: the framework found no client address. */
+  readonly noAddress: string
 }

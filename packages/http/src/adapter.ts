@@ -14,12 +14,14 @@
  */
 export { POLICY_OPTIONS } from '@sluice/keyed/store'
 export type {
-  AnswerAccessors,
   ProxyCheckName,
   ProxySetup,
+  ProxyTexts,
+  ProxyView,
   RequestAccessors,
   ResponseAccessors,
 } from './accessors'
+export type { AnswerAccessors } from './answer'
 export { BulkheadEngine, type BulkheadOptions } from './bulkhead-engine'
 export type { BulkheadInfo, Decision, RateLimitInfo } from './decision'
 export type { EngineInit, FollowedResponse, LimitedBody, Outcome, Refusal } from './engine'
@@ -30,6 +32,5 @@ export {
   withBulkheadHandles,
   withRateLimitHandles,
 } from './handles'
-export type { ProxyTexts, ProxyView } from './proxy-checks'
 export { RateLimitEngine, type RateLimitOptions } from './rate-limit-engine'
 export type { ValidateOption } from './validate'

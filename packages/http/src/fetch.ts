@@ -8,7 +8,7 @@
  * @module
  */
 import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
-import { type AnswerAccessors, expose, fail, refuse } from './accessors'
+import { type AnswerAccessors, expose, fail, refuse } from './answer'
 import type { FollowedResponse, Outcome } from './engine'
 
 /**

@@ -17,7 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
-import { type AnswerAccessors, expose, fail, refuse } from './accessors'
+import { type AnswerAccessors, expose, fail, refuse } from './answer'
 import { clientGone, type Outcome } from './engine'
 
 export { clientGone }

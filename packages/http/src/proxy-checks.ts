@@ -1,28 +1,6 @@
 import { emitWarning } from '@sluice/keyed/store'
-import type { ProxyCheckName, ProxySetup } from './accessors'
+import type { ProxyCheckName, ProxySetup, ProxyTexts, ProxyView } from './accessors'
 import { enabledChecks } from './validate'
-
-/** What a framework says of one request's proxy setup. */
-export interface ProxyView {
-  /** The framework trusts a proxy (Express `trust proxy`, Koa `app.proxy`). */
-  readonly trusted: boolean
-  /** It trusts every hop, so the client-written leftmost address wins. */
-  readonly permissive: boolean
-  /** The request carries the proxy header (`X-Forwarded-For`, or Koa's `proxyIpHeader`). */
-  readonly forwarded: boolean
-}
-
-/** The framework's own words for the warnings, naming its settings. */
-export interface ProxyTexts {
-  /** `ERR_SLUICE_PERMISSIVE_TRUST_PROXY`: every hop is trusted. */
-  readonly permissive: string
-  /** `ERR_SLUICE_XFF_WITHOUT_TRUST_PROXY`: a proxy header arrived while proxies are not trusted. */
-  readonly untrusted: string
-  /** `ERR_SLUICE_TRUST_PROXY_WITHOUT_PROXY`: proxies are trusted, but no proxy header came. */
-  readonly noProxy: (watched: number) => string
-  /** `ERR_SLUICE_NO_CLIENT_ADDRESS`: the framework found no client address. */
-  readonly noAddress: string
-}
 
 /** Requests watched for a proxy header before `proxyHeader` concludes there is no proxy. */
 export const WATCHED_REQUESTS = 100

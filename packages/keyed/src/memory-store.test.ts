@@ -8,7 +8,7 @@ import { runStoreModel } from './testing/store-model'
 
 const contractClock = new ManualClock()
 runStoreContract('memoryStore', () => memoryStore({ clock: contractClock }), {
-  advance: (ms) => contractClock.advance(ms),
+  clock: { now: () => contractClock.now(), advance: (ms) => contractClock.advance(ms) },
   carries: true,
 })
 

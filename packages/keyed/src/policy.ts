@@ -4,8 +4,9 @@ import {
   type NormalizedSpec,
   normalizeSpec,
   RATE_ALGORITHMS,
+  type RateAlgorithm,
 } from '@sluice/core'
-import { algorithmDefinition } from '@sluice/core/internal'
+import { algorithmDefinition, formatDuration } from '@sluice/core/internal'
 import {
   MAX_NAME_LENGTH,
   rangeError,
@@ -17,13 +18,8 @@ import {
 import type { Penalty, Policy, Store } from './store'
 import { warnIfBareMilliseconds } from './warnings'
 
-/** The time-based algorithms a rate-limit policy may use. */
-export type RateAlgorithm =
-  | 'sliding-window'
-  | 'token-bucket'
-  | 'leaky-bucket'
-  | 'fixed-window'
-  | 'warm-up'
+/** The time-based algorithms a rate-limit policy may use: core's, every one with a time axis. */
+export type { RateAlgorithm }
 
 /**
  * A penalty for keys that keep being refused: a key refused `after` times (default 1)
@@ -115,28 +111,7 @@ export const DEFAULT_LIMIT = 100
 export const DEFAULT_WINDOW: Duration = '1m'
 export const DEFAULT_ALGORITHM: RateAlgorithm = 'sliding-window'
 
-const DAY = 86_400_000
-const UNITS: readonly [number, string][] = [
-  [DAY, 'd'],
-  [3_600_000, 'h'],
-  [60_000, 'm'],
-  [1000, 's'],
-]
-
-/**
- * Milliseconds as the shortest exact duration string: `60000` → `'1m'`, `1500` →
- * `'1500ms'`. Used in default policy names, so it must never round.
- *
- * @example
- * ```ts
- * formatDuration(90_000) // '90s'
- * ```
- */
-export function formatDuration(ms: number): string {
-  if (ms === 0) return '0s'
-  for (const [size, unit] of UNITS) if (ms % size === 0) return `${ms / size}${unit}`
-  return `${ms}ms`
-}
+export { formatDuration }
 
 /**
  * Checks a policy name: it is written into headers as a structured-field string, so it
@@ -179,27 +154,9 @@ function specKey(spec: NormalizedSpec, block: Penalty | undefined): string {
  * ```
  */
 export function defaultName(spec: NormalizedSpec, block: Penalty | undefined): string {
-  if (spec.algorithm === 'concurrency') return `${spec.max}-concurrent`
-  let name = `${spec.limit}-per-${formatDuration(spec.window)}`
-  switch (spec.algorithm) {
-    case 'sliding-window':
-      if (spec.slots !== 10) name += `-${spec.slots}-slots`
-      break
-    case 'fixed-window':
-    case 'leaky-bucket':
-      name += `-${spec.algorithm}`
-      break
-    case 'token-bucket':
-      name += `-token-bucket${spec.capacity === spec.limit ? '' : `-burst-${spec.capacity}`}`
-      break
-    case 'warm-up':
-      name += `-warm-up-${formatDuration(spec.warmUp)}`
-      if (spec.capacity !== spec.limit) name += `-burst-${spec.capacity}`
-      break
-    default:
-      return spec satisfies never
-  }
-  if (block !== undefined) {
+  const definition = algorithmDefinition(spec.algorithm)
+  let name = definition.defaultName(spec)
+  if (block !== undefined && definition.timed) {
     name += `-block-${formatDuration(block.forMs)}${block.after === 1 ? '' : `-after-${block.after}`}`
   }
   return name

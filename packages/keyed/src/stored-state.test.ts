@@ -84,7 +84,7 @@ function recordStore(clock: ManualClock): Omit<Store, 'take'> & {
 
 const clock = new ManualClock(1_800_000_000_000)
 runStoreContract('a store on StoredState (records in a Map)', () => recordStore(clock), {
-  advance: (ms) => clock.advance(ms),
+  clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) },
   carries: true,
 })
 runStoreModel('a store on StoredState (records in a Map)', () => recordStore(clock), {

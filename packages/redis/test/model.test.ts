@@ -1,5 +1,5 @@
 import { ManualClock } from '@sluice/core'
-import { runStoreModel } from '@sluice/keyed/testing'
+import { runStoreModel } from '@sluice/http/testing'
 import { afterEach, expect } from 'vitest'
 import { type RedisStoreError, redisStore } from '../src/index'
 import { connect, describeRedis, uniquePrefix } from './helpers'

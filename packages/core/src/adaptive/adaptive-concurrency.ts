@@ -1,4 +1,4 @@
-import { type ReconfigureOptions, readCarry } from '../carry'
+import { readCarry } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import {
   invalidPermits,
@@ -24,6 +24,7 @@ import type {
   LimiterSpec,
   Permit,
   PriorityOptions,
+  ReconfigureOptions,
   ReconfigureSpec,
   WaitOptions,
 } from '../types'

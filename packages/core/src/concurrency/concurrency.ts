@@ -1,5 +1,4 @@
 import type { AlgorithmDefinition } from '../algorithm'
-import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import {
   invalidPermits,
@@ -26,6 +25,7 @@ import type {
   NormalizedSpec,
   Permit,
   PriorityOptions,
+  ReconfigureOptions,
   ReconfigureSpec,
   WaitOptions,
 } from '../types'
@@ -179,6 +179,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencySpec> = {
   create(spec, name, clock) {
     return new BulkheadLimiter(name, clock, spec.max, readQueueSettings(name, {}, spec.maxQueue))
   },
+  defaultName: (spec) => `${spec.max}-concurrent`,
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, perWindow } from '../algorithm'
 import type { FixedWindowOptions, NormalizedSpec, RateLimiter } from '../types'
 import { readPositiveInteger, readWindow } from '../validation'
 import { WindowLimiter } from '../window-limiter'
@@ -23,6 +23,7 @@ export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowSpec> = {
   create(spec, name, clock) {
     return new WindowLimiter(fixedWindowAlgorithm, name, clock, new FixedWindowKernel(spec))
   },
+  defaultName: (spec) => `${perWindow(spec)}-fixed-window`,
 }
 
 /**

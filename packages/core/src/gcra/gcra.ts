@@ -1,5 +1,4 @@
 import type { AlgorithmDefinition } from '../algorithm'
-import type { ReconfigureOptions } from '../carry'
 import { neverError, RateLimitError } from '../errors'
 import { micros, mulDivMod, PAIR } from '../exact'
 import { invalidPermits, isPermitCount, readWaitOptions } from '../options'
@@ -9,6 +8,7 @@ import type {
   NormalizedSpec,
   RateLimiter,
   RateLimiterSpec,
+  ReconfigureOptions,
   ReconfigureSpec,
   WaitOptions,
 } from '../types'
@@ -19,21 +19,27 @@ type GcraSpec = Extract<NormalizedSpec, { algorithm: 'token-bucket' | 'leaky-buc
 
 /**
  * The `window` of a GCRA limiter (default `'1s'`): whole microseconds, and short enough
- * that the burst budget τ = capacity·window/limit stays within 2^53 microseconds.
+ * that the burst budget τ = capacity·window/limit (`intervals` times it for a warm-up
+ * bucket, whose cold interval is three warm ones) stays within 2^53 microseconds.
  */
 export function readGcraWindow(
   label: string,
   prefix: string,
   value: unknown,
   limit: number,
-  largest: number,
+  capacity: number,
+  intervals = 1,
 ): number {
   const window = readWindow(label, `${prefix}window`, value, '1s')
-  if ((largest * window * 1000) / limit > Number.MAX_SAFE_INTEGER) {
+  if ((intervals * capacity * window * 1000) / limit > Number.MAX_SAFE_INTEGER) {
+    const times =
+      intervals === 1
+        ? `the capacity (${capacity})`
+        : `${intervals} × the capacity (${intervals} × ${capacity})`
     throw rangeError(
       label,
       `${prefix}window`,
-      `divided by the limit and times the capacity (${largest}) must be at most 2^53 microseconds`,
+      `divided by the limit and times ${times} must be at most 2^53 microseconds`,
       value,
     )
   }

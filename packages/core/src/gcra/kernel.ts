@@ -1,7 +1,7 @@
-import { type Carry, ceilDiv, floorDiv } from '../carry'
+import { ceilDiv, floorDiv } from '../carry'
 import { gcd, micros, mulAddDivMod, mulDivMod, PAIR } from '../exact'
 import { carryMismatch, type Quota, type RateKernel } from '../kernel'
-import type { NormalizedRateSpec } from '../types'
+import type { Carry, NormalizedRateSpec } from '../types'
 
 /** A row's `tat` when fresh: no theoretical arrival time at all, so any `now` is past it. */
 const FRESH = Number.NEGATIVE_INFINITY

@@ -1,4 +1,4 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, perWindow } from '../algorithm'
 import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
 import { GcraKernel } from '../gcra/kernel'
 import type { LeakyBucketOptions, NormalizedSpec, RateLimiter } from '../types'
@@ -21,6 +21,7 @@ export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketSpec> = {
   create(spec, name, clock) {
     return new GcraLimiter(leakyBucketAlgorithm, name, clock, new GcraKernel(spec))
   },
+  defaultName: (spec) => `${perWindow(spec)}-leaky-bucket`,
 }
 
 /**

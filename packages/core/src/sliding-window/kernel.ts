@@ -1,7 +1,6 @@
-import type { Carry } from '../carry'
 import { micros, mulDivCeil, mulDivMod, PAIR } from '../exact'
 import { carryMismatch, type Quota, type RateKernel } from '../kernel'
-import type { NormalizedRateSpec } from '../types'
+import type { Carry, NormalizedRateSpec } from '../types'
 
 type SlidingWindowSpec = Extract<NormalizedRateSpec, { algorithm: 'sliding-window' }>
 

@@ -1,4 +1,4 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, perWindow } from '../algorithm'
 import type { NormalizedSpec, RateLimiter, SlidingWindowOptions } from '../types'
 import { rangeError, readInteger, readPositiveInteger, readWindow } from '../validation'
 import { WindowLimiter } from '../window-limiter'
@@ -8,6 +8,8 @@ type SlidingWindowSpec = Extract<NormalizedSpec, { algorithm: 'sliding-window' }
 
 /** Most slots a window may be cut into: every key keeps `slots + 1` counters. */
 const MAX_SLOTS = 10_000
+/** Slots a window is cut into when `slots` is left out. */
+const DEFAULT_SLOTS = 10
 
 /** The sliding window's entry in the algorithm registry. */
 export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowSpec> = {
@@ -20,7 +22,7 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowSpec> = {
     const window = readWindow(label, `${prefix}window`, options.window, '1s')
     const slots =
       options.slots === undefined
-        ? 10
+        ? DEFAULT_SLOTS
         : readInteger(
             label,
             `${prefix}slots`,
@@ -44,6 +46,9 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowSpec> = {
   create(spec, name, clock) {
     return new WindowLimiter(slidingWindowAlgorithm, name, clock, new SlidingWindowKernel(spec))
   },
+  // The default algorithm of a policy, so its name carries no algorithm: `100-per-1m`.
+  defaultName: (spec) =>
+    spec.slots === DEFAULT_SLOTS ? perWindow(spec) : `${perWindow(spec)}-${spec.slots}-slots`,
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, burst, perWindow } from '../algorithm'
 import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
 import { GcraKernel } from '../gcra/kernel'
 import type { NormalizedSpec, RateLimiter, TokenBucketOptions } from '../types'
@@ -25,6 +25,7 @@ export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketSpec> = {
   create(spec, name, clock) {
     return new GcraLimiter(tokenBucketAlgorithm, name, clock, new GcraKernel(spec))
   },
+  defaultName: (spec) => `${perWindow(spec)}-token-bucket${burst(spec)}`,
 }
 
 /**

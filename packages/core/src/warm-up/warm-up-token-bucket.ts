@@ -1,4 +1,5 @@
-import { type AlgorithmDefinition, buildLimiter } from '../algorithm'
+import { type AlgorithmDefinition, buildLimiter, burst, perWindow } from '../algorithm'
+import { formatDuration } from '../duration'
 import { GcraLimiter, readGcraWindow } from '../gcra/gcra'
 import type { NormalizedSpec, RateLimiter, WarmUpTokenBucketOptions } from '../types'
 import { rangeError, readPositiveInteger, readWindow } from '../validation'
@@ -19,12 +20,12 @@ export const warmUpAlgorithm: AlgorithmDefinition<WarmUpSpec> = {
         ? limit
         : readPositiveInteger(label, `${prefix}capacity`, options.capacity)
     // The cold interval is 3·T, so a cold burst may cost three times a warm one.
-    const window = readGcraWindow(label, prefix, options.window, limit, 3 * capacity)
+    const window = readGcraWindow(label, prefix, options.window, limit, capacity, 3)
     if (3 * window * 1000 > Number.MAX_SAFE_INTEGER) {
       throw rangeError(
         label,
         `${prefix}window`,
-        'must be at most 2^53 / 3 microseconds',
+        'must be at most 2^53 / 3 microseconds (3,002,399,751,580.33 ms, about 95 years: a cold interval is three times a warm one)',
         options.window,
       )
     }
@@ -40,6 +41,7 @@ export const warmUpAlgorithm: AlgorithmDefinition<WarmUpSpec> = {
   create(spec, name, clock) {
     return new GcraLimiter(warmUpAlgorithm, name, clock, new WarmUpKernel(spec))
   },
+  defaultName: (spec) => `${perWindow(spec)}-warm-up-${formatDuration(spec.warmUp)}${burst(spec)}`,
 }
 
 /**

@@ -5,9 +5,8 @@
  * (deno-kv.test.ts).
  */
 import { ManualClock } from '@sluice/core'
-import { runStoreContract } from '@sluice/http/testing'
+import { runStoreContract, runStoreModel } from '@sluice/http/testing'
 import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
-import { runStoreModel } from '@sluice/keyed/testing'
 import { describe, expect, it } from 'vitest'
 import { runAndWrite } from '../../../hono/test/runtimes/vitest-shim'
 import { denoKvStore, type KvAtomicLike, type KvLike } from '../../src/index'
@@ -20,7 +19,7 @@ let stores = 0
 runStoreContract(
   'denoKvStore (Deno KV, ManualClock)',
   () => denoKvStore({ kv, prefix: ['contract', ++stores], clock }),
-  { advance: (ms) => clock.advance(ms), carries: true },
+  { clock: { now: () => clock.now(), advance: (ms) => clock.advance(ms) }, carries: true },
 )
 
 runStoreModel(

@@ -1,7 +1,9 @@
 /**
  * Test kits for code built on `@sluice/http`: the HTTP scenarios every adapter must pass
- * (`runAdapterScenarios`) and the contract every store must pass (`runStoreContract`),
- * so an adapter or a store written anywhere runs the same suite as sluice's own. They use
+ * (`runAdapterScenarios`), the contract every store must pass (`runStoreContract`) and the
+ * model-based store test (`runStoreModel`: random sequences compared field for field with
+ * the core kernels), so an adapter or a store written anywhere runs the same suite as
+ * sluice's own. They use
  * vitest's `describe`/`it`/`expect`.
  *
  * @example
@@ -16,7 +18,10 @@
 export { forgetWarnings } from '@sluice/keyed/store'
 export {
   runStoreContract,
+  runStoreModel,
   type StoreContractOptions,
+  type StoreModelClock,
+  type StoreModelOptions,
   type WarningWatch,
   warningsOf,
   watchWarnings,

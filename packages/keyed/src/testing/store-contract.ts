@@ -1,5 +1,6 @@
 import type { Carry } from '@sluice/core'
 import { describe, expect, it } from 'vitest'
+import type { MaybePromise } from '../maybe-promise'
 import {
   compilePolicy,
   compilePolicyList,
@@ -27,7 +28,51 @@ export interface StoreContractOptions {
    * spec's state apart (by `Policy.id`). Default false.
    */
   carries?: boolean
+  /**
+   * The clock the store decides on, when the test moves it (a `ManualClock`): the contract
+   * then also runs its rate tables, exact to the microsecond at 3 per second, 7 per 100 ms,
+   * 10^9 and 10^10 a day. `advance` defaults to its `advance`.
+   */
+  clock?: {
+    /** The store's time now, in milliseconds. */
+    now(): MaybePromise<number>
+    /** Moves the store's time forward by `ms`. */
+    advance(ms: number): MaybePromise<void>
+  }
 }
+
+/**
+ * The rates of the tables: awkward ones (intervals of no whole number of microseconds)
+ * and huge ones (10^10 a day is 8.64 µs a permit; its ticks pass 2^53). For each, what a
+ * store must answer, worked out by hand:
+ * - `interval`: T = window / limit rounded up to a whole µs, the wait for the next permit
+ *   of an emptied bucket (3 per second: 333,333.3 µs → 333.334 ms).
+ * - `second`: a token bucket's wait for the permit after that, taken at T rounded up:
+ *   2T − ceil(T), rounded up (3 per second: 666,666.7 − 333,334 = 333,332.7 µs → 333.333
+ *   ms). A leaky bucket holds no debt then, so its next is `interval` again.
+ * - `slot`: a sliding window's slot (window / 10 slots); a permit counts until its slot
+ *   has left the window, so permits taken at a slot's start free after window + slot.
+ */
+const RATE_TABLES = [
+  { rate: '3 per second', limit: 3, window: 1000, interval: 333.334, second: 333.333, slot: 100 },
+  { rate: '7 per 100 ms', limit: 7, window: 100, interval: 14.286, second: 14.286, slot: 10 },
+  {
+    rate: '10^9 a day',
+    limit: 1e9,
+    window: 86_400_000,
+    interval: 0.087,
+    second: 0.086,
+    slot: 8_640_000,
+  },
+  {
+    rate: '10^10 a day',
+    limit: 1e10,
+    window: 86_400_000,
+    interval: 0.009,
+    second: 0.009,
+    slot: 8_640_000,
+  },
+] as const
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -37,6 +82,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * nothing but the `Store` interface, and most of its time-based expectations hold for a
  * store on its own clock: windows are an hour long, so the few milliseconds a test takes
  * never refill anything it counts. Tests of expiry let time pass with `options.advance`.
+ * Given `options.clock` (the store on a clock the test moves), it also runs the rate tables:
+ * every time-based algorithm but warm-up at 3 per second, 7 per 100 ms, 10^9 and 10^10 a
+ * day, each answer compared exactly (a full bucket admits exactly its capacity, the next
+ * permit comes at the exact microsecond, a window's at its end).
  *
  * @param makeStore Called once per test; each test uses fresh, unique keys.
  * @example
@@ -52,7 +101,8 @@ export function runStoreContract(
   let seq = 0
   const uniqueKey = (label: string) => `contract:${label}:${Date.now().toString(36)}:${++seq}`
   const policy = (options: PolicyOptions): Policy => compilePolicy(options, 'contract')
-  const advance = options.advance ?? sleep
+  const clock = options.clock
+  const advance = options.advance ?? (clock ? (ms: number) => clock.advance(ms) : sleep)
 
   describe(`store contract: ${name}`, () => {
     const exhaustible = [
@@ -473,6 +523,93 @@ export function runStoreContract(
       await store.reset(key, [p])
       expect((await store.take(key, [p], 1)).allowed).toBe(true)
     })
+
+    if (clock !== undefined) {
+      /** `[allowed, remaining, resetMs, retryAfterMs]` of a one-policy call. */
+      const row = async (
+        answer: MaybePromise<{ allowed: boolean; results: readonly unknown[] }>,
+      ) => {
+        const { allowed, results } = await answer
+        const r = results[0] as { remaining: number; resetMs: number; retryAfterMs: number }
+        return [allowed, r.remaining, r.resetMs, r.retryAfterMs]
+      }
+      const read = async (store: Store, key: string, p: Policy) => {
+        const [r] = await store.get(key, [p])
+        return [r!.allowed, r!.remaining, r!.resetMs, r!.retryAfterMs]
+      }
+      /** Moves the clock to the next start of a `windowMs` window (windows start at zero). */
+      const toWindowStart = async (windowMs: number) => {
+        const now = Math.round((await clock.now()) * 1000)
+        const window = Math.round(windowMs * 1000)
+        const into = now % window
+        if (into !== 0) await clock.advance((window - into) / 1000)
+      }
+
+      for (const { rate, limit, window, interval, second, slot } of RATE_TABLES) {
+        it(`token-bucket at ${rate}: a full bucket admits exactly its capacity, the next permit at the exact µs`, async () => {
+          const store = await makeStore()
+          const p = policy({ algorithm: 'token-bucket', limit, window, name: 'table-tb' })
+          const key = uniqueKey('table-tb')
+          expect(await row(store.take(key, [p], limit + 1))).toEqual([
+            false,
+            limit,
+            0,
+            Number.POSITIVE_INFINITY,
+          ])
+          expect(await row(store.take(key, [p], limit))).toEqual([true, 0, interval, 0])
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, interval, interval])
+          await clock.advance(interval - 0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, 0.001, 0.001])
+          await clock.advance(0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([true, 0, second, 0])
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, second, second])
+          // A window later every permit is back.
+          await clock.advance(window)
+          expect(await read(store, key, p)).toEqual([true, limit, 0, 0])
+        })
+
+        it(`leaky-bucket at ${rate}: one permit, the next at the exact µs`, async () => {
+          const store = await makeStore()
+          const p = policy({ algorithm: 'leaky-bucket', limit, window, name: 'table-lb' })
+          const key = uniqueKey('table-lb')
+          expect(await row(store.take(key, [p], 1))).toEqual([true, 0, interval, 0])
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, interval, interval])
+          await clock.advance(interval - 0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, 0.001, 0.001])
+          // Taken at the instant it was free, so the next is a whole interval on (unlike
+          // a token bucket's, whose debt kept the fraction of a microsecond).
+          await clock.advance(0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([true, 0, interval, 0])
+        })
+
+        it(`fixed-window at ${rate}: exactly the limit per window, the next at the window's end`, async () => {
+          const store = await makeStore()
+          const p = policy({ algorithm: 'fixed-window', limit, window, name: 'table-fw' })
+          const key = uniqueKey('table-fw')
+          await toWindowStart(window)
+          expect(await row(store.take(key, [p], limit))).toEqual([true, 0, window, 0])
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, window, window])
+          await clock.advance(window - 0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, 0.001, 0.001])
+          await clock.advance(0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([true, limit - 1, window, 0])
+        })
+
+        it(`sliding-window at ${rate}: exactly the limit, free once their slot has left the window`, async () => {
+          const store = await makeStore()
+          const p = policy({ algorithm: 'sliding-window', limit, window, name: 'table-sw' })
+          const key = uniqueKey('table-sw')
+          await toWindowStart(window)
+          const free = window + slot
+          expect(await row(store.take(key, [p], limit))).toEqual([true, 0, free, 0])
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, free, free])
+          await clock.advance(free - 0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([false, 0, 0.001, 0.001])
+          await clock.advance(0.001)
+          expect(await row(store.take(key, [p], 1))).toEqual([true, limit - 1, window + slot, 0])
+        })
+      }
+    }
 
     it('resetAll forgets every key', async () => {
       const store = await makeStore()

@@ -1,5 +1,17 @@
-import { normalizeSpec } from '@sluice/core'
-import { type Quota, type RateKernel, rateKernel } from '@sluice/core/internal'
+import {
+  ALGORITHMS,
+  type Algorithm,
+  type LimiterSpec,
+  normalizeSpec,
+  RATE_ALGORITHMS,
+} from '@sluice/core'
+import {
+  algorithmDefinition,
+  micros,
+  type Quota,
+  type RateKernel,
+  rateKernel,
+} from '@sluice/core/internal'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { costAt } from '../call-checks'
@@ -20,7 +32,10 @@ export interface StoreModelClock {
 export interface StoreModelOptions {
   /** The time the store decides on. */
   clock: StoreModelClock
-  /** Random sequences to try (each of up to 40 calls on up to three keys). Default 40. */
+  /**
+   * Random sequences to try, each of 1 to 40 steps on up to three keys (a `boundary` step is
+   * two or three calls). Default 40.
+   */
   runs?: number
   /** How long the store holds a concurrency slot nobody released (its `leaseTtl`). Default: forever. */
   leaseTtlMs?: number
@@ -36,6 +51,13 @@ export interface StoreModelOptions {
  * result is compared: allowed, remaining, resetMs, retryAfterMs (the headers' `r` and
  * `t`), receipts, blocks and leases. Every store runs it (memory, Redis, Redis Cluster,
  * Durable Objects, Deno KV), so a store that drifts from the kernels fails here.
+ *
+ * Time is mostly moved to the instants where answers change, not by random lengths: the
+ * resetMs or retryAfterMs a key just read, multiples of a policy's emission interval or
+ * slot length, the next window or slot boundary, each 1 µs short, exact or 1 µs past; and
+ * `boundary` steps take exactly what is left and then one permit at such an instant. A
+ * comparison one side of a boundary gets wrong (`<` for `<=`, a floor for a ceiling) fails
+ * within a few dozen runs.
  *
  * @param makeStore Called once per run; each run uses keys and policy names of its own.
  * @example
@@ -63,20 +85,47 @@ export function runStoreModel(
           const model = new ModelStore(options.leaseTtlMs)
           const leases: { key: string; policy: Policy; store: Lease; model: number }[] = []
           const takes: { key: string; policies: Policy[]; receipts: (number | undefined)[] }[] = []
-          for (const [index, step] of program.entries()) {
+          // What each key read after the last step, and the last take's answer: advances
+          // are chosen from them, to land on the instants where a permit frees.
+          const seen: PolicyResult[][] = []
+          let lastTake: readonly PolicyResult[] = []
+          for (const [index, step] of program.flatMap(expand).entries()) {
             const key = `${tag}-k${step.key}`
             const chosen = pick(policies, step.policies)
-            const cost = step.perPolicy ? chosen.map((_, i) => step.costs[i] ?? 0) : step.cost
-            const where = `step ${index} (${step.op} on ${key}, ${describeCost(cost)})`
+            // The policy an advance or a drain aims at: for a take, one it takes from.
+            const target =
+              step.op === 'take'
+                ? policies.indexOf(chosen[step.pick % chosen.length]!)
+                : step.pick % policies.length
+            if (step.op === 'advance' || (step.op === 'take' && step.before !== undefined)) {
+              const at = await options.clock.now()
+              const by = step.op === 'take' ? step.before! : step.advance
+              await options.clock.advance(
+                advanceMs(by, step.ms, target, policies, seen[step.key] ?? [], lastTake, at),
+              )
+            }
             const now = await options.clock.now()
+            let cost: Cost = step.perPolicy ? chosen.map((_, i) => step.costs[i] ?? 0) : step.cost
+            if (step.op === 'take' && step.drain !== undefined && seen[step.key] !== undefined) {
+              // Exactly what each policy has left (or one more): a full bucket admits its
+              // capacity and no more, an emptied one is where the next permit's instant
+              // matters. (Only once the key has been read: the model reads it again here.)
+              const drain = step.drain
+              const left = model.get(key, chosen, now).map((r) => r.remaining + drain)
+              if (left.some((n) => n > 0)) cost = left.length === 1 ? left[0]! : left
+            }
+            const where =
+              step.op === 'resetAll'
+                ? `step ${index} (resetAll)`
+                : `step ${index} (${step.op} on ${key}, ${describeCost(cost)})`
             switch (step.op) {
               case 'advance':
-                await options.clock.advance(step.ms)
                 break
               case 'take': {
                 if (typeof cost !== 'number' && cost.every((c) => c === 0)) break
                 const got = await store.take(key, chosen, cost)
                 const want = model.take(key, chosen, cost, now)
+                lastTake = want.results
                 expect(got.allowed, where).toBe(want.allowed)
                 compare(got.results, want.results, where)
                 got.results.forEach((result, i) => {
@@ -140,16 +189,22 @@ export function runStoreModel(
                   }
                 }
                 break
+              case 'resetAll':
+                // Every key of every policy is forgotten: the checks below read each key
+                // fresh. Leases went with them; receipts stay, so later refunds meet the
+                // fresh state they must not overfill.
+                await store.resetAll()
+                model.resetAll()
+                leases.length = 0
+                break
             }
             // Every policy of every key agrees after every step, not only those called.
             for (let k = 0; k < KEYS; k++) {
               const each = `${tag}-k${k}`
               const at = await options.clock.now()
-              compare(
-                await store.get(each, policies),
-                model.get(each, policies, at),
-                `${where}, then get ${each}`,
-              )
+              const want = model.get(each, policies, at)
+              compare(await store.get(each, policies), want, `${where}, then get ${each}`)
+              seen[k] = want
             }
           }
         }),
@@ -166,18 +221,15 @@ export function runStoreModel(
 
 const KEYS = 3
 
-/** A policy of the plan, before it gets its run's name. */
-type PlannedPolicy =
-  | {
-      algorithm: 'token-bucket' | 'leaky-bucket' | 'sliding-window' | 'fixed-window' | 'warm-up'
-      limit: number
-      window: number
-      capacity: number
-      slots: number
-      warmUp: number
-      block: { forMs: number; after: number } | undefined
-    }
-  | { algorithm: 'concurrency'; max: number }
+/**
+ * A policy of the plan, before it gets its run's name: an algorithm of core's registry and
+ * a value for each option an algorithm may read; each takes those its entry lists.
+ */
+interface PlannedPolicy {
+  algorithm: Algorithm
+  values: Readonly<Record<string, number>>
+  block: { forMs: number; after: number } | undefined
+}
 
 // Awkward rates (3 per second, 7 per 100 ms), the smallest ones, and the huge ones whose
 // ticks pass 2^53 (10^10 a day).
@@ -191,44 +243,60 @@ const rate = fc.oneof(
   fc.record({ limit: fc.constantFrom(1e9, 1e10), window: fc.constant(86_400_000) }),
 )
 
+/** The algorithms without a time axis (the bulkhead), which count permits in flight. */
+const UNTIMED = ALGORITHMS.filter((a) => !algorithmDefinition(a).timed)
+
+// Half the policies time-based, half counting slots: every algorithm of the registry.
 const plannedPolicy: fc.Arbitrary<PlannedPolicy> = fc.oneof(
   fc
     .record({
-      algorithm: fc.constantFrom(
-        'token-bucket',
-        'leaky-bucket',
-        'sliding-window',
-        'fixed-window',
-        'warm-up',
-      ) as fc.Arbitrary<
-        'token-bucket' | 'leaky-bucket' | 'sliding-window' | 'fixed-window' | 'warm-up'
-      >,
+      algorithm: fc.constantFrom(...RATE_ALGORITHMS),
       rate,
       burst: fc.constantFrom(1, 0.5, 2),
       slots: fc.integer({ min: 1, max: 5 }),
       warmUp: fc.constantFrom(0, 500, 5000),
       block: fc.option(
         fc.record({ forMs: fc.constantFrom(50, 700, 5000), after: fc.integer({ min: 1, max: 3 }) }),
-        { nil: undefined, freq: 3 },
+        // Half with a penalty: one without takes Redis's one-policy scripts.
+        { nil: undefined, freq: 2 },
       ),
     })
     .map(({ algorithm, rate, burst, slots, warmUp, block }) => ({
       algorithm,
-      limit: rate.limit,
-      window: rate.window,
-      capacity: Math.max(1, Math.floor(rate.limit * burst)),
-      slots,
-      warmUp,
+      values: {
+        limit: rate.limit,
+        window: rate.window,
+        capacity: Math.max(1, Math.floor(rate.limit * burst)),
+        slots,
+        warmUp,
+      },
       block,
     })),
   fc.record({
-    algorithm: fc.constant('concurrency' as const),
-    max: fc.integer({ min: 1, max: 3 }),
+    algorithm: fc.constantFrom(...UNTIMED),
+    values: fc.record({ max: fc.integer({ min: 1, max: 3 }), maxQueue: fc.constant(0) }),
+    block: fc.constant(undefined),
   }),
 )
 
 /** Four policies per run: calls use subsets of them. */
 const plans = fc.array(plannedPolicy, { minLength: 4, maxLength: 4 })
+
+const advance = fc.record({
+  to: fc.constantFrom(
+    'ms',
+    'reset',
+    'reset',
+    'retry',
+    'retry',
+    'taken',
+    'period',
+    'edge',
+  ) as fc.Arbitrary<AdvanceTo>,
+  // One microsecond short of the instant, the instant, or one past it.
+  nudge: fc.constantFrom(-1, 0, 0, 1),
+  times: fc.integer({ min: 1, max: 3 }),
+})
 
 const step = fc.record({
   op: fc.constantFrom(
@@ -245,10 +313,20 @@ const step = fc.record({
     'release',
     'get',
     'reset',
+    'resetAll',
+    'boundary',
+    'boundary',
+    'boundary',
+    'boundary',
   ),
   key: fc.integer({ min: 0, max: KEYS - 1 }),
-  policies: fc.integer({ min: 1, max: 15 }),
-  cost: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(1), fc.integer({ min: 1, max: 1e9 })),
+  // One policy alone half the time: one-policy calls take the stores' shortest paths.
+  policies: fc.oneof(fc.constantFrom(1, 2, 4, 8), fc.integer({ min: 1, max: 15 })),
+  cost: fc.oneof(
+    { arbitrary: fc.integer({ min: 1, max: 4 }), weight: 3 },
+    { arbitrary: fc.constant(1), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: 1e9 }), weight: 1 },
+  ),
   perPolicy: fc.boolean(),
   costs: fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 4, maxLength: 4 }),
   ms: fc.oneof(
@@ -256,11 +334,122 @@ const step = fc.record({
     fc.integer({ min: 0, max: 4000 }),
     fc.constantFrom(0.001, 14.286, 333.333),
   ),
+  advance,
+  // An advance a take makes first, aimed at a policy it takes from.
+  before: fc.option(advance, { nil: undefined, freq: 2 }),
+  blockFirst: fc.boolean(),
+  // A boundary step's nudge: 1 µs short of the instant half the time.
+  edgeNudge: fc.constantFrom(-1, -1, 0, 1),
+  // A take of what each policy has left, plus this.
+  drain: fc.option(fc.constantFrom(0, 0, 1), { nil: undefined, freq: 2 }),
   pick: fc.nat(),
   withReceipts: fc.boolean(),
   all: fc.boolean(),
 })
-const steps = fc.array(step, { minLength: 1, maxLength: 40 })
+// Lengths spread over 1 to 40 (fast-check's default size would keep them under 13, too
+// short to empty a bucket and then wait for its next permit).
+const steps = fc.array(step, { minLength: 1, maxLength: 40, size: 'max' })
+
+/**
+ * A `boundary` step is two takes on one key: the first of exactly what each policy has left,
+ * the second of one permit after an advance to (or 1 µs short of, or past) the instant the
+ * aimed-at policy's next permit frees; between them, a block of up to 1 ms when
+ * `blockFirst` (a key that held a block can decide on another path: Redis's one-policy
+ * script leaves its inline path for such a key). Any other step is itself.
+ */
+function expand<
+  S extends {
+    op: string
+    ms: number
+    advance: { to: AdvanceTo }
+    blockFirst: boolean
+    edgeNudge: number
+  },
+>(step: S) {
+  if (step.op !== 'boundary') return [step]
+  const to: AdvanceTo = step.advance.to === 'retry' ? 'retry' : 'reset'
+  return [
+    { ...step, op: 'take' as const, drain: 0, before: undefined },
+    // A block that ends before the permit frees (at most 1 ms), so the take meets the key's
+    // state and not the block.
+    ...(step.blockFirst
+      ? [{ ...step, op: 'block' as const, ms: Math.min(Math.max(step.ms, 0.001), 1) }]
+      : []),
+    {
+      ...step,
+      op: 'take' as const,
+      drain: undefined,
+      before: { ...step.advance, to, nudge: step.edgeNudge },
+      cost: 1,
+      perPolicy: false,
+    },
+  ]
+}
+
+/**
+ * Where an advance goes: `ms` a random length; `reset` / `retry` the resetMs / retryAfterMs
+ * a key read after the last step; `taken` the retryAfterMs of the last take (a refused cost
+ * above 1); `period` `times` × the policy's emission interval (window / limit); `edge` to
+ * the `times`-th next end of a slot (window / slots) or, without slots, of a window,
+ * counted from the clock's zero where windows and slots start. Each is nudged by −1, 0 or
+ * +1 µs.
+ */
+type AdvanceTo = 'ms' | 'reset' | 'retry' | 'taken' | 'period' | 'edge'
+
+/**
+ * The milliseconds an advance moves the clock by, aimed at `policies[target]` (`ms`
+ * when there is nothing to aim at: a concurrency policy, no wait).
+ */
+function advanceMs(
+  { to, nudge, times }: { to: AdvanceTo; nudge: number; times: number },
+  ms: number,
+  target: number,
+  policies: readonly Policy[],
+  seen: readonly PolicyResult[],
+  lastTake: readonly PolicyResult[],
+  now: number,
+): number {
+  let us: number | undefined
+  if (to === 'reset' || to === 'retry' || to === 'taken') {
+    const result = to === 'taken' ? lastTake[target % Math.max(1, lastTake.length)] : seen[target]
+    const wait = to === 'reset' ? result?.resetMs : result?.retryAfterMs
+    if (wait !== undefined && wait > 0 && Number.isFinite(wait)) us = micros(wait)
+  } else if (to !== 'ms') {
+    const spec = policies[target]!.spec
+    if ('window' in spec) {
+      // A length of window / parts µs, as integers (the huge rates' periods are below 1
+      // µs): a `period` is the emission interval (window / limit), an `edge` ends a slot
+      // (window / slots) or else a window, both counted from the clock's zero.
+      const window = BigInt(micros(spec.window))
+      const parts = BigInt(to === 'period' ? spec.limit : 'slots' in spec ? spec.slots : 1)
+      const k = BigInt(times)
+      if (to === 'period') {
+        us = Number(ceilDiv(k * window, parts))
+      } else {
+        // The first µs of the times-th part after the one now is in.
+        const at = BigInt(micros(now))
+        const part = (at * parts) / window + k
+        us = Number(ceilDiv(part * window, parts) - at)
+      }
+    }
+  }
+  // A debt of years (a forced cost of 10^9 at 3 a second) is not waited out: the clock,
+  // shared by every run, must stay where microseconds are exact doubles (below 2^53).
+  if (us === undefined || us > MAX_AIMED_US || micros(now) + us > CLOCK_HORIZON_US) return ms
+  return Math.max(us + nudge, 0) / 1000
+}
+
+/** The longest aimed advance, about 6.4 days: three one-day windows fit. */
+const MAX_AIMED_US = 2 ** 39
+/**
+ * Past this (the year 2112 on a clock that reads Unix time, 2^52 µs), advances are no
+ * longer aimed: half the exact range is left for the debts a run can still run up.
+ */
+const CLOCK_HORIZON_US = 2 ** 52
+
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return (a + b - 1n) / b
+}
 
 function pick(policies: readonly Policy[], mask: number): Policy[] {
   return policies.filter((_, i) => (mask >> i) & 1)
@@ -270,20 +459,18 @@ function describeCost(cost: Cost): string {
   return typeof cost === 'number' ? `cost ${cost}` : `costs [${cost.join(', ')}]`
 }
 
-function policyOf(planned: PlannedPolicy, name: string): Policy {
-  if (planned.algorithm === 'concurrency') {
-    return makePolicy({ algorithm: 'concurrency', max: planned.max, maxQueue: 0 }, name)
+/** The planned policy's spec: the values of the options its registry entry lists. */
+function policyOf({ algorithm, values, block }: PlannedPolicy, name: string): Policy {
+  const spec: Record<string, unknown> = { algorithm }
+  for (const option of algorithmDefinition(algorithm).options) {
+    if (!(option in values)) {
+      throw new Error(
+        `runStoreModel: the plan has no values for option "${option}" of ${algorithm}`,
+      )
+    }
+    spec[option] = values[option]
   }
-  const { algorithm, limit, window, capacity, slots, warmUp } = planned
-  const spec =
-    algorithm === 'token-bucket'
-      ? { algorithm, limit, window, capacity }
-      : algorithm === 'warm-up'
-        ? { algorithm, limit, window, capacity, warmUp }
-        : algorithm === 'sliding-window'
-          ? { algorithm, limit, window, slots }
-          : { algorithm, limit, window }
-  return makePolicy(normalizeSpec(spec), name, planned.block)
+  return makePolicy(normalizeSpec(spec as unknown as LimiterSpec), name, block)
 }
 
 /** Compares a store's results with the model's, every field. */
@@ -487,6 +674,12 @@ class ModelStore {
     })
   }
 
+  resetAll(): void {
+    this.#kernels.clear()
+    this.#strikes.clear()
+    this.#slots.clear()
+  }
+
   reset(key: string, policies: readonly Policy[] | undefined): void {
     for (const map of [this.#kernels, this.#strikes, this.#slots] as Map<string, unknown>[]) {
       for (const id of [...map.keys()]) {
@@ -500,5 +693,5 @@ class ModelStore {
 }
 
 function timed(policy: Policy): boolean {
-  return policy.spec.algorithm !== 'concurrency'
+  return algorithmDefinition(policy.spec.algorithm).timed
 }
