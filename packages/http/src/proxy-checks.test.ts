@@ -1,7 +1,7 @@
 import { watchWarnings } from '@sluice/keyed/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { ProxySetup } from './accessors'
-import { ProxyChecks, type ProxyView, WATCHED_REQUESTS } from './proxy-checks'
+import type { ProxySetup, ProxyView } from './accessors'
+import { ProxyChecks, WATCHED_REQUESTS } from './proxy-checks'
 
 /** A request as the fake framework below sees it: its setting and its proxy header. */
 type Req = ProxyView
