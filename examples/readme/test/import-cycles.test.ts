@@ -21,16 +21,6 @@ import { describe, expect, it } from 'vitest'
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 const PACKAGES = join(ROOT, 'packages')
 
-/**
- * Cycles known and not yet broken, by package: each is named here so that the test says
- * which it lets pass, and fails once one is gone (remove it then) or another appears.
- * nestjs: `exception.ts` takes the `NestResponse` type from `accessors.ts`, which throws
- * the exception; moving `NestRequest` and `NestResponse` to a leaf file breaks it.
- */
-const KNOWN_CYCLES: Readonly<Record<string, readonly (readonly string[])[]>> = {
-  nestjs: [['accessors.ts', 'exception.ts']],
-}
-
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name)
@@ -91,21 +81,12 @@ export function findCycles(files: readonly string[]): string[][] {
 describe('import cycles (type-only imports included)', () => {
   const packages = readdirSync(PACKAGES).filter((name) => existsSync(join(PACKAGES, name, 'src')))
 
-  it.each(packages)('packages/%s/src has none but the known ones', (name) => {
+  it.each(packages)('packages/%s/src has none', (name) => {
     const src = join(PACKAGES, name, 'src')
     const found = findCycles(sources(src)).map((cycle) => cycle.map((file) => relative(src, file)))
-    const known = KNOWN_CYCLES[name] ?? []
     expect(
-      found
-        .filter((cycle) => !known.some((k) => k.join() === cycle.join()))
-        .map((c) => c.join(' ↔ ')),
-      `new cycles in packages/${name}/src`,
-    ).toEqual([])
-    expect(
-      known
-        .filter((k) => !found.some((cycle) => k.join() === cycle.join()))
-        .map((c) => c.join(' ↔ ')),
-      `known cycles of packages/${name}/src that are gone: remove them from KNOWN_CYCLES`,
+      found.map((c) => c.join(' ↔ ')),
+      `cycles in packages/${name}/src`,
     ).toEqual([])
   })
 

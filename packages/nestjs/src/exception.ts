@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common'
 import type { Refusal } from '@sluice/http/adapter'
-import type { NestResponse } from './accessors'
+import type { NestResponse } from './nest-http'
 
 const JSON_TYPE = 'application/json'
 

@@ -39,7 +39,6 @@ export {
   type Store,
   type StoreEvent,
 } from '@sluice/http'
-export type { NestRequest, NestResponse } from './accessors'
 export {
   BULKHEAD_METADATA,
   Bulkhead,
@@ -54,6 +53,7 @@ export {
   type GraphQLRefusalExtensions,
   RateLimitException,
 } from './exception'
+export type { NestRequest, NestResponse } from './nest-http'
 export type {
   BulkheadOptions,
   RateLimitOptions,

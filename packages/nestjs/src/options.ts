@@ -4,7 +4,7 @@ import type {
   RateLimitOptions as HttpRateLimitOptions,
   ProxyValidateOption,
 } from '@sluice/http'
-import type { NestRequest, NestResponse } from './accessors'
+import type { NestRequest, NestResponse } from './nest-http'
 
 /**
  * Options of a rate limit in Nest (`SluiceModule.forRoot()`, `@RateLimit()`): the options

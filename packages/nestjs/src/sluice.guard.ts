@@ -4,16 +4,10 @@ import type { RateLimitInfo } from '@sluice/http/adapter'
 import { type NodeAccessors, respond } from '@sluice/http/node'
 import type { KeyedResult } from '@sluice/keyed'
 import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
-import {
-  type Admit,
-  type NestRequest,
-  type NestResponse,
-  nestResponse,
-  noResponse,
-  resolverCall,
-} from './accessors'
+import { type Admit, nestResponse, noResponse, resolverCall } from './accessors'
 import { type GraphQLRefusal, RateLimitException } from './exception'
 import { handlerMetadata } from './metadata'
+import type { NestRequest, NestResponse } from './nest-http'
 import type { BulkheadOptions, RateLimitOptions } from './options'
 import { SluiceService } from './sluice.service'
 

@@ -3,9 +3,10 @@ import { DiscoveryService, Reflector } from '@nestjs/core'
 import { type KeyExtractor, keys, memoryStore, type PolicyOptions, type Store } from '@sluice/http'
 import { BulkheadEngine, RateLimitEngine } from '@sluice/http/adapter'
 import { type KeyedLimiter, keyedLimiter } from '@sluice/keyed'
-import { type NestRequest, type NestResponse, nestRequest, nestResponse } from './accessors'
+import { nestRequest, nestResponse } from './accessors'
 import { mergePolicies, type Options, policiesOf, policyFields, restOf } from './merge'
 import { handlerMetadata } from './metadata'
+import type { NestRequest, NestResponse } from './nest-http'
 import type { BulkheadOptions, RateLimitOptions, SluiceModuleOptions } from './options'
 
 /** The injection token of the module's options. */
