@@ -10,7 +10,7 @@ import {
 } from '@sluice/keyed/store'
 import { type ClusterStore, ClusterStoreError } from './errors'
 import type { Connect, Link, LinkHandlers } from './links'
-import type { Request, WirePolicy } from './protocol'
+import { MAX_POLICY_REFS, type Request, type WirePolicy } from './protocol'
 
 /** Omit over each member of a union (the built-in one merges them). */
 type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
@@ -32,8 +32,14 @@ class Client {
   readonly #pending = new Map<number, Pending>()
   #seq = 0
   #link: Link | undefined
-  /** Each policy's number on the current link (the host keeps definitions per connection). */
-  #refs = new WeakMap<Policy, number>()
+  /**
+   * Each policy's number on the current link (the host keeps definitions per connection),
+   * least recently used first: past {@link MAX_POLICY_REFS} the first one's number is
+   * given to the next policy.
+   */
+  #refs = new Map<Policy, number>()
+  /** The last policy of `#refs` (a hot policy is not moved on every call). */
+  #latest: Policy | undefined
   #refSeq = 0
   /** Requests of this turn of the event loop, sent together at its end. */
   #queue: Request[] = []
@@ -47,10 +53,27 @@ class Client {
 
   policies(policies: readonly Policy[]): WirePolicy[] {
     return policies.map((policy) => {
-      const known = this.#refs.get(policy)
-      if (known !== undefined) return known
-      const ref = ++this.#refSeq
-      this.#refs.set(policy, ref)
+      const refs = this.#refs
+      const known = refs.get(policy)
+      if (known !== undefined) {
+        // Most recently used last. Requests reach the host in the order they are built, so
+        // a number given to another policy is redefined after the calls that used it.
+        if (policy !== this.#latest) {
+          refs.delete(policy)
+          refs.set(policy, known)
+          this.#latest = policy
+        }
+        return known
+      }
+      let ref: number
+      if (refs.size < MAX_POLICY_REFS) ref = ++this.#refSeq
+      else {
+        const [oldest, freed] = refs.entries().next().value as [Policy, number]
+        refs.delete(oldest)
+        ref = freed
+      }
+      refs.set(policy, ref)
+      this.#latest = policy
       const { name, spec, block, carry } = policy
       return {
         ref,
@@ -66,7 +89,11 @@ class Client {
   link(): Link {
     let link = this.#link
     if (link === undefined || !link.open) {
-      if (link !== undefined) this.#refs = new WeakMap()
+      if (link !== undefined) {
+        this.#refs = new Map()
+        this.#latest = undefined
+        this.#refSeq = 0
+      }
       link = this.#connect(this.#handlers)
       this.#link = link
     }

@@ -1,6 +1,13 @@
 import type { Lease, MemoryStore, Policy, PolicyResult } from '@sluice/keyed'
 import { makePolicy, type StoredResult, toWire, type WireTake } from '@sluice/keyed/store'
-import { type Batch, type Reply, type Request, TAG, type WirePolicy } from './protocol'
+import {
+  type Batch,
+  MAX_POLICY_REFS,
+  type Reply,
+  type Request,
+  TAG,
+  type WirePolicy,
+} from './protocol'
 
 /** A slot a worker holds: what its release (or the worker's end) gives back. */
 interface HeldSlot {
@@ -14,8 +21,14 @@ interface HeldSlot {
  * instance): the policies it defined and the slots it holds.
  */
 export class Connection {
+  /** By number, at most {@link MAX_POLICY_REFS}: a definition under a number in use replaces it. */
   readonly #policies = new Map<number, Policy>()
   readonly slots = new Map<string, HeldSlot>()
+
+  /** How many policies this connection has defined and not replaced. */
+  get size(): number {
+    return this.#policies.size
+  }
 
   policies(wire: readonly WirePolicy[]): Policy[] {
     return wire.map((entry) => {
@@ -24,8 +37,12 @@ export class Connection {
         if (known === undefined) throw new Error(`policy ${entry} was never defined`)
         return known
       }
+      const { ref } = entry
+      if (!(Number.isInteger(ref) && ref >= 1 && ref <= MAX_POLICY_REFS)) {
+        throw new Error(`policy number ${ref} is not between 1 and ${MAX_POLICY_REFS}`)
+      }
       const policy = makePolicy(entry.spec, entry.name, entry.block, entry.carry)
-      this.#policies.set(entry.ref, policy)
+      this.#policies.set(ref, policy)
       return policy
     })
   }

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { ManualClock, type NormalizedRateSpec } from '@sluice/core'
 import { rateKernel } from '@sluice/core/internal'
 import fc from 'fast-check'
@@ -606,4 +608,62 @@ describe('withLeases: store calls, results, slots and options', () => {
     const leased = withLeases(memoryStore(), {}) as LeasedStore & { inFlight: number }
     expect(leased.inFlight).toBe(0)
   })
+
+  it('keeps nothing per policy once its leases ended: 200,000 policies leave the heap where it was', () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const heapAfterGc = () => {
+      gc()
+      gc()
+      return process.memoryUsage().heapUsed
+    }
+    const clock = new ManualClock(0)
+    // A remote store far from every limit, keeping nothing here: what grows is the lease
+    // layer's (a memory store keeps a table per policy and costs far more per new one).
+    const answer = (policies: readonly Policy[]): TakeResult => ({
+      allowed: true,
+      results: policies.map((policy) => ({
+        policy,
+        allowed: true,
+        limit: policy.limit,
+        remaining: policy.limit,
+        resetMs: 0,
+        retryAfterMs: 0,
+        receipt: 0,
+      })),
+    })
+    const remote: Store = {
+      take: (_key, policies) => answer(policies),
+      refund: () => {},
+      force: (_key, policies) => answer(policies).results,
+      block: () => {},
+      release: () => {},
+      get: (_key, policies) => answer(policies).results,
+      reset: () => {},
+      resetAll: () => {},
+    }
+    const leased = withLeases(remote, { clock })
+    const base = compilePolicy(
+      { algorithm: 'fixed-window', limit: 10_000, window: 3_600_000 },
+      'test',
+    )
+    const round = (from: number) => {
+      for (let i = from; i < from + 100_000; i++) {
+        // A plan per tenant, made per call (as compilePolicy names it; B = 10 at the default share).
+        const plan: Policy = { ...base, name: `plan-${i}`, id: `plan-${i}|${base.fingerprint}` }
+        leased.take('tenant', [plan], 1)
+        leased.take('tenant', [plan], 1)
+        if (i % 1000 === 999) {
+          clock.advance(1000)
+          leased.expire()
+        }
+      }
+    }
+    round(0) // warms up what is made once
+    const before = heapAfterGc()
+    round(100_000)
+    round(200_000)
+    // A table of 200,000 policy ids is tens of MB; 4 MB is noise.
+    expect(heapAfterGc() - before).toBeLessThan(4 * 1024 * 1024)
+  }, 120_000)
 })
