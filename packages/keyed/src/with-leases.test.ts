@@ -564,6 +564,32 @@ describe('withLeases: store calls, results, slots and options', () => {
     expect(shared.get('k', [policy])[0]!.remaining).toBe(998)
   })
 
+  it('flush resolves once the store has taken back what was left and what was refunded', async () => {
+    const clock = new ManualClock(0)
+    const memory = memoryStore({ clock })
+    // A store whose calls run a turn of the event loop later, as a remote one answers.
+    const later: Store = new Proxy(memory, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop)
+        if (typeof value !== 'function') return value
+        return (...args: unknown[]) =>
+          new Promise((resolve) => setImmediate(() => resolve(value.apply(target, args))))
+      },
+    })
+    const policy = compilePolicy(
+      { algorithm: 'token-bucket', limit: 1000, window: 3_600_000 },
+      'test',
+    )
+    const leased = withLeases(later, { share: 0.1, clock })
+    await leased.take('k', [policy], 1)
+    const taken = await leased.take('k', [policy], 1)
+    await leased.refund('k', [policy], 1, [taken.results[0]!.receipt])
+    // One exact permit, and a block of 100 of which 1 was spent and refunded.
+    expect(memory.get('k', [policy])[0]!.remaining).toBe(899)
+    await leased.flush()
+    expect(memory.get('k', [policy])[0]!.remaining).toBe(999)
+  })
+
   it('leases bulkhead slots and gives idle ones back, never more in flight than max', () => {
     const clock = new ManualClock(0)
     const shared = memoryStore({ clock })

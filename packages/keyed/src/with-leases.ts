@@ -27,7 +27,10 @@ export interface LeaseOptions {
 
 /** A store wrapped by {@link withLeases}. */
 export interface LeasedStore extends Store {
-  /** Ends every lease now, giving unspent permits and idle slots back (before a process exits). */
+  /**
+   * Ends every lease now, giving unspent permits, refunds owed and idle slots back (before
+   * a process exits, or its client closes): resolves once the store has answered them.
+   */
   flush(): Promise<void>
   /**
    * Ends the leases whose `ttl` is over now, refunding what is left: a timer does this
@@ -208,6 +211,8 @@ class Leases implements LeasedStore {
   /** Whether the store answers with promises: local answers then do too (an `AsyncStore` stays one). */
   #async = false
   #sweeper: ReturnType<typeof setInterval> | undefined
+  /** Refunds and releases sent and not answered yet. */
+  readonly #handing = new Set<Promise<void>>()
   #slotSeq = 0
   readonly #name: string
 
@@ -441,7 +446,17 @@ class Leases implements LeasedStore {
   #quietly(call: () => MaybePromise<unknown>): void {
     try {
       const done = call()
-      if (isPromiseLike(done)) Promise.resolve(done).catch(() => {})
+      if (!isPromiseLike(done)) return
+      // Kept until answered, so that `flush` can wait for it.
+      const answered: Promise<void> = Promise.resolve(done).then(
+        () => {
+          this.#handing.delete(answered)
+        },
+        () => {
+          this.#handing.delete(answered)
+        },
+      )
+      this.#handing.add(answered)
     } catch {
       // A refund or release that fails gives nothing back: the bound holds all the same.
     }
@@ -811,5 +826,6 @@ class Leases implements LeasedStore {
     }
     await Promise.all(pending)
     this.#sweep(true)
+    await Promise.all(this.#handing)
   }
 }
