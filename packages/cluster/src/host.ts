@@ -9,6 +9,13 @@ import {
   type WirePolicy,
 } from './protocol'
 
+/** A request named a policy number this connection never defined (or whose definition was lost). */
+class UnknownPolicy extends Error {
+  constructor(ref: number) {
+    super(`policy ${ref} was never defined`)
+  }
+}
+
 /** A slot a worker holds: what its release (or the worker's end) gives back. */
 interface HeldSlot {
   readonly key: string
@@ -34,7 +41,7 @@ export class Connection {
     return wire.map((entry) => {
       if (typeof entry === 'number') {
         const known = this.#policies.get(entry)
-        if (known === undefined) throw new Error(`policy ${entry} was never defined`)
+        if (known === undefined) throw new UnknownPolicy(entry)
         return known
       }
       const { ref } = entry
@@ -68,6 +75,7 @@ export class Host {
       try {
         return { id, value: this.#run(connection, request) }
       } catch (error) {
+        if (error instanceof UnknownPolicy) return { id, error: error.message, unknownPolicy: true }
         return { id, error: error instanceof Error ? error.message : String(error) }
       }
     })

@@ -73,7 +73,14 @@ export type Request = { readonly id: number } & (
  */
 export type Reply = { readonly id: number } & (
   | { readonly value: WireTake | null }
-  | { readonly error: string }
+  | {
+      readonly error: string
+      /**
+       * The request named a policy number the host does not know (its definition never
+       * arrived): the worker defines its policies again.
+       */
+      readonly unknownPolicy?: true
+    }
 )
 
 /**
