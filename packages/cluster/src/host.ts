@@ -1,5 +1,5 @@
-import type { Lease, MemoryStore, Policy, PolicyResult } from '@sluice/keyed'
-import { makePolicy, type StoredResult, toWire, type WireTake } from '@sluice/keyed/store'
+import type { Lease, MemoryStore, Policy, PolicyResult, TakeBuffer } from '@sluice/keyed'
+import { makePolicy, type WireResult, type WireTake } from '@sluice/keyed/store'
 import {
   type Batch,
   MAX_POLICY_REFS,
@@ -63,6 +63,12 @@ export class Connection {
 export class Host {
   readonly memory: MemoryStore
   #leaseSeq = 0
+  /**
+   * The memory store's answer to a take, written into this one buffer: read into the reply
+   * at once, so a decision leaves only its reply behind (the host's garbage is every
+   * worker's pause).
+   */
+  readonly #taken: TakeBuffer = { allowed: false, results: [] }
 
   constructor(memory: MemoryStore) {
     this.memory = memory
@@ -95,8 +101,8 @@ export class Host {
     switch (request.op) {
       case 'take': {
         const policies = connection.policies(request.policies)
-        const taken = memory.take(request.key, policies, request.cost)
-        return this.#wire(connection, request.key, taken.allowed, taken.results)
+        const taken = memory.take(request.key, policies, request.cost, this.#taken)
+        return this.#wire(connection, request.key, taken.allowed, taken.results, policies.length)
       }
       case 'force': {
         const policies = connection.policies(request.policies)
@@ -142,31 +148,36 @@ export class Host {
     }
   }
 
-  /** Results as JSON carries them, each slot taken recorded as the connection's under an id of the host's. */
+  /**
+   * Results as JSON carries them (`toWire` of `@sluice/keyed/store`: a wait of never is
+   * null), the first `n`, each slot taken recorded as the connection's under an id of the
+   * host's.
+   */
   #wire(
     connection: Connection,
     key: string,
     allowed: boolean,
     results: readonly PolicyResult[],
+    n = results.length,
   ): WireTake {
-    return toWire({
-      allowed,
-      results: results.map((result) => {
-        const stored: { -readonly [K in keyof StoredResult]: StoredResult[K] } = {
-          allowed: result.allowed,
-          remaining: result.remaining,
-          resetMs: result.resetMs,
-          retryAfterMs: result.retryAfterMs,
-        }
-        if (result.lease !== undefined) {
-          const id = String(++this.#leaseSeq)
-          connection.slots.set(id, { key, policy: result.policy, lease: result.lease })
-          stored.lease = { id, permits: result.lease.permits }
-        }
-        if (result.receipt !== undefined) stored.receipt = result.receipt
-        if (result.blocked === true) stored.blocked = true
-        return stored
-      }),
-    })
+    const wire = new Array<WireResult>(n)
+    for (let i = 0; i < n; i++) {
+      const result = results[i]!
+      const out: { -readonly [K in keyof WireResult]: WireResult[K] } = {
+        allowed: result.allowed,
+        remaining: result.remaining,
+        resetMs: Number.isFinite(result.resetMs) ? result.resetMs : null,
+        retryAfterMs: Number.isFinite(result.retryAfterMs) ? result.retryAfterMs : null,
+      }
+      if (result.lease !== undefined) {
+        const id = String(++this.#leaseSeq)
+        connection.slots.set(id, { key, policy: result.policy, lease: result.lease })
+        out.lease = { id, permits: result.lease.permits }
+      }
+      if (result.receipt !== undefined) out.receipt = result.receipt
+      if (result.blocked === true) out.blocked = true
+      wire[i] = out
+    }
+    return { allowed, results: wire }
   }
 }
