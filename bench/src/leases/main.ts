@@ -61,8 +61,12 @@ const log = (line: string) => process.stdout.write(`${line}\n`)
 const target = (id: Issue27Target, measured: string, met: boolean, miss?: string) =>
   log(targetLine(id, measured, met, miss))
 const int = (n: number) => Math.round(n).toLocaleString('en-US')
-const errorText = (error: unknown) =>
-  (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+/** A failed cell's first line for its table; the whole of it (a worker's stderr) to stderr. */
+const errorText = (error: unknown) => {
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error)
+  process.stderr.write(`${text}\n`)
+  return (error instanceof Error ? error.message : text).split('\n')[0]!
+}
 
 interface Decider {
   readonly decide: (key: string) => Promise<boolean>
@@ -677,7 +681,8 @@ try {
   for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
     const row = mp.find((r) => r.contender === 'sluice' && r.algorithm === algorithm && r.n === 10)
     if (row === undefined || row.error !== undefined) continue
-    const measured = `overshoot ${int(row.overshoot)} ≤ bound ${row.bound} (worst ${row.worstText} of ${int(MP.limit)}; ${int(row.unplaced)} admissions not placed)`
+    const of = algorithm === 'token-bucket' ? '' : ` of ${int(MP.limit)}`
+    const measured = `overshoot ${int(row.overshoot)} ≤ bound ${row.bound} (worst ${row.worstText}${of}; ${int(row.unplaced)} admissions not placed)`
     // Processes that could not offer twice the limit (a loaded machine) never pushed against
     // it: their row says nothing of the bound.
     if (row.perSecond < (1.5 * MP.limit) / (MP.windowMs / 1000)) {
