@@ -319,6 +319,7 @@ export function renderReport(report: BenchReport): string {
   out.push('## Targets')
   out.push('')
   for (const [issue, title] of [
+    [27, 'Issue 27: local decisions, global limits (quota leases, the cluster store)'],
     [22, 'Issue 22: one kernel per algorithm, a store decision that allocates nothing'],
     [13, 'Issue 13: the per-request path as fast as the algorithms'],
     [7, 'Issue 7: the algorithms at the floor, and the first HTTP bounds'],

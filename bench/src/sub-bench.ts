@@ -5,6 +5,8 @@
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { takeTargets } from './issue27'
+import type { TargetRow } from './targets'
 
 export interface SubBench {
   readonly title: string
@@ -16,10 +18,17 @@ export interface SubBench {
 
 export interface SubBenchResult {
   readonly bench: SubBench
+  /** What it printed, without its `TARGET` lines. */
   readonly output: string
+  /** The targets it judged (`TARGET <json>` lines, see `issue27.ts`). */
+  readonly targets: readonly (TargetRow & { id: string })[]
   readonly error: string | undefined
   /** The error of a first run that died, when this is the second. */
   readonly retried?: string | undefined
+  /** The end of what it wrote to stderr, when it failed. */
+  readonly stderr?: string | undefined
+  /** The same of the first run, when this is the second. */
+  readonly retriedStderr?: string | undefined
 }
 
 const TSX = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url))
@@ -65,19 +74,36 @@ export function runSubBench(bench: SubBench, log: (line: string) => void): Promi
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString()
-      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') log(`  ${line}`)
+      for (const line of chunk.toString().split('\n')) {
+        if (line.trim() !== '' && !line.startsWith('TARGET ')) log(`  ${line}`)
+      }
     })
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString()
     })
-    child.on('close', (code) => {
-      const error =
-        code === 0
-          ? undefined
-          : `exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`
-      resolve({ bench, output, error })
+    child.on('error', (error) => {
+      stderr += `${error.stack ?? error.message}\n`
+    })
+    child.on('close', (code, signal) => {
+      const { rows, rest } = takeTargets(output)
+      resolve({
+        bench,
+        output: rest,
+        targets: rows,
+        error: code === 0 ? undefined : `exited with ${code ?? signal}`,
+        ...(code === 0 ? {} : { stderr: lastLines(stderr, STDERR_LINES) }),
+      })
     })
   })
+}
+
+/** How much of a failed sub-bench's stderr the report keeps: a whole stack trace and what led to it. */
+const STDERR_LINES = 80
+
+function lastLines(text: string, n: number): string {
+  const lines = text.trimEnd().split('\n')
+  const kept = lines.slice(-n).join('\n')
+  return lines.length > n ? `… (${lines.length - n} lines before)\n${kept}` : kept
 }
 
 /** The sub-benches' sections of RESULTS.md. */
@@ -91,8 +117,16 @@ export function renderSubBenches(results: readonly SubBenchResult[], first: numb
     )
     out.push('')
     if (result.error !== undefined) out.push(`**Failed: ${result.error}**\n`)
+    if (result.stderr !== undefined && result.stderr !== '') {
+      out.push(['Its stderr (the end):', '', '```text', result.stderr, '```', ''].join('\n'))
+    }
     if (result.retried !== undefined) {
       out.push(`A first run died (${result.retried}); this is the second.\n`)
+      if (result.retriedStderr !== undefined && result.retriedStderr !== '') {
+        out.push(
+          ['Its stderr (the end):', '', '```text', result.retriedStderr, '```', ''].join('\n'),
+        )
+      }
     }
     // Markdown tables stay tables; anything else is kept as printed.
     const lines = result.output.split('\n')

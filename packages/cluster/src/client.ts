@@ -10,7 +10,7 @@ import {
 } from '@sluice/keyed/store'
 import { type ClusterStore, ClusterStoreError } from './errors'
 import type { Connect, Link, LinkHandlers } from './links'
-import type { Request, WirePolicy } from './protocol'
+import { MAX_POLICY_REFS, type Request, type WirePolicy } from './protocol'
 
 /** Omit over each member of a union (the built-in one merges them). */
 type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
@@ -18,7 +18,8 @@ type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never
 interface Pending {
   readonly resolve: (value: WireTake | null) => void
   readonly reject: (error: ClusterStoreError) => void
-  readonly timer: ReturnType<typeof setTimeout>
+  /** `performance.now()` after which it has failed. */
+  readonly deadline: number
 }
 
 /**
@@ -32,9 +33,20 @@ class Client {
   readonly #pending = new Map<number, Pending>()
   #seq = 0
   #link: Link | undefined
-  /** Each policy's number on the current link (the host keeps definitions per connection). */
-  #refs = new WeakMap<Policy, number>()
+  /**
+   * Each policy's number on the current link (the host keeps definitions per connection),
+   * least recently used first: past {@link MAX_POLICY_REFS} the first one's number is
+   * given to the next policy.
+   */
+  #refs = new Map<Policy, number>()
+  /** The last policy of `#refs` (a hot policy is not moved on every call). */
+  #latest: Policy | undefined
   #refSeq = 0
+  /**
+   * One timer for every request's deadline (a timer per request cost more than the rest
+   * of a call): armed for the oldest request, referenced while any is unanswered.
+   */
+  #deadlines: ReturnType<typeof setTimeout> | undefined
   /** Requests of this turn of the event loop, sent together at its end. */
   #queue: Request[] = []
   #flushing = false
@@ -47,10 +59,27 @@ class Client {
 
   policies(policies: readonly Policy[]): WirePolicy[] {
     return policies.map((policy) => {
-      const known = this.#refs.get(policy)
-      if (known !== undefined) return known
-      const ref = ++this.#refSeq
-      this.#refs.set(policy, ref)
+      const refs = this.#refs
+      const known = refs.get(policy)
+      if (known !== undefined) {
+        // Most recently used last. Requests reach the host in the order they are built, so
+        // a number given to another policy is redefined after the calls that used it.
+        if (policy !== this.#latest) {
+          refs.delete(policy)
+          refs.set(policy, known)
+          this.#latest = policy
+        }
+        return known
+      }
+      let ref: number
+      if (refs.size < MAX_POLICY_REFS) ref = ++this.#refSeq
+      else {
+        const [oldest, freed] = refs.entries().next().value as [Policy, number]
+        refs.delete(oldest)
+        ref = freed
+      }
+      refs.set(policy, ref)
+      this.#latest = policy
       const { name, spec, block, carry } = policy
       return {
         ref,
@@ -66,7 +95,7 @@ class Client {
   link(): Link {
     let link = this.#link
     if (link === undefined || !link.open) {
-      if (link !== undefined) this.#refs = new WeakMap()
+      if (link !== undefined) this.#forgetPolicies()
       link = this.#connect(this.#handlers)
       this.#link = link
     }
@@ -90,19 +119,12 @@ class Client {
     }
     // Built after link(): a new link has forgotten the policies' numbers.
     const id = ++this.#seq
-    const request = { ...build(this), id } as Request
+    const request = build(this) as unknown as { id: number }
+    request.id = id
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id)
-        reject(
-          new ClusterStoreError(
-            'ERR_SLUICE_CLUSTER_TIMEOUT',
-            `the process that holds the state did not answer within ${this.#timeoutMs} ms`,
-          ),
-        )
-      }, this.#timeoutMs)
-      this.#pending.set(id, { resolve, reject, timer })
-      this.#queue.push(request)
+      this.#pending.set(id, { resolve, reject, deadline: performance.now() + this.#timeoutMs })
+      this.#watch()
+      this.#queue.push(request as Request)
       if (this.#flushing) return
       // The first call of a turn goes at once (no wait for a lone decision); the calls
       // made after it in the same turn go together when it ends, after every promise
@@ -111,6 +133,48 @@ class Client {
       this.#flush()
       setImmediate(this.#endTurn)
     })
+  }
+
+  /** The next calls define their policies again (the host may not have their definitions). */
+  #forgetPolicies(): void {
+    this.#refs = new Map()
+    this.#latest = undefined
+    this.#refSeq = 0
+  }
+
+  /** Makes sure the deadline timer runs and keeps the process alive: a request is unanswered. */
+  #watch(): void {
+    const timer = this.#deadlines
+    if (timer === undefined) this.#arm(this.#timeoutMs)
+    else if (!timer.hasRef()) timer.ref()
+  }
+
+  #arm(ms: number): void {
+    this.#deadlines = setTimeout(this.#expire, Math.max(0, ms))
+  }
+
+  /** Fails the requests past their deadline (the oldest first: ids are in deadline order). */
+  readonly #expire = () => {
+    this.#deadlines = undefined
+    const now = performance.now()
+    for (const [id, pending] of this.#pending) {
+      if (pending.deadline > now) {
+        this.#arm(pending.deadline - now)
+        return
+      }
+      this.#pending.delete(id)
+      pending.reject(
+        new ClusterStoreError(
+          'ERR_SLUICE_CLUSTER_TIMEOUT',
+          `the process that holds the state did not answer within ${this.#timeoutMs} ms`,
+        ),
+      )
+    }
+  }
+
+  /** Nothing unanswered: the timer goes on (to be reused) without keeping the process alive. */
+  #idle(): void {
+    if (this.#pending.size === 0) this.#deadlines?.unref()
   }
 
   readonly #endTurn = () => {
@@ -142,10 +206,10 @@ class Client {
   readonly #handlers: LinkHandlers = {
     receive: (replies) => {
       for (const reply of replies.batch) {
+        if ('error' in reply && reply.unknownPolicy === true) this.#forgetPolicies()
         const pending = this.#pending.get(reply.id)
         if (pending === undefined) continue
         this.#pending.delete(reply.id)
-        clearTimeout(pending.timer)
         if ('error' in reply) {
           pending.reject(
             new ClusterStoreError('ERR_SLUICE_CLUSTER', `the host failed: ${reply.error}`),
@@ -154,8 +218,11 @@ class Client {
           pending.resolve(reply.value)
         }
       }
+      this.#idle()
     },
     failed: (requests, error) => {
+      // Requests that never left may have carried definitions the next ones rely on.
+      this.#forgetPolicies()
       const failure = new ClusterStoreError(
         'ERR_SLUICE_CLUSTER_CLOSED',
         `could not send: ${error.message}`,
@@ -165,20 +232,18 @@ class Client {
         const pending = this.#pending.get(id)
         if (pending === undefined) continue
         this.#pending.delete(id)
-        clearTimeout(pending.timer)
         pending.reject(failure)
       }
+      this.#idle()
     },
     closed: () => {
       const error = new ClusterStoreError(
         'ERR_SLUICE_CLUSTER_CLOSED',
         'the channel to the process that holds the state closed',
       )
-      for (const pending of this.#pending.values()) {
-        clearTimeout(pending.timer)
-        pending.reject(error)
-      }
+      for (const pending of this.#pending.values()) pending.reject(error)
       this.#pending.clear()
+      this.#idle()
     },
   }
 }

@@ -58,8 +58,9 @@ export interface ClusterStoreOptions extends RemoteStoreOptions<ClusterStoreErro
    * Quota leases (`withLeases` of `@sluice/keyed`) in the workers: each takes a block of
    * permits (`share` of the capacity, default 0.001) in one call to the host and decides
    * locally until it is spent or `ttl` (default `'1s'`) ends. Admits at most N × block
-   * beyond the limit with N workers (0 for a fixed window): see the README. The host
-   * decides its own calls exactly. Default: off, every decision one call to the host.
+   * beyond the limit with N workers (0 for a fixed window; a leaky bucket is not leased),
+   * whatever the refunds: see the README. The host decides its own calls exactly.
+   * Default: off, every decision one call to the host.
    */
   lease?: LeaseOptions
 }

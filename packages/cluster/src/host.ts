@@ -1,6 +1,20 @@
-import type { Lease, MemoryStore, Policy, PolicyResult } from '@sluice/keyed'
-import { makePolicy, type StoredResult, toWire, type WireTake } from '@sluice/keyed/store'
-import { type Batch, type Reply, type Request, TAG, type WirePolicy } from './protocol'
+import type { Lease, MemoryStore, Policy, PolicyResult, TakeBuffer } from '@sluice/keyed'
+import { makePolicy, type WireResult, type WireTake } from '@sluice/keyed/store'
+import {
+  type Batch,
+  MAX_POLICY_REFS,
+  type Reply,
+  type Request,
+  TAG,
+  type WirePolicy,
+} from './protocol'
+
+/** A request named a policy number this connection never defined (or whose definition was lost). */
+class UnknownPolicy extends Error {
+  constructor(ref: number) {
+    super(`policy ${ref} was never defined`)
+  }
+}
 
 /** A slot a worker holds: what its release (or the worker's end) gives back. */
 interface HeldSlot {
@@ -14,18 +28,28 @@ interface HeldSlot {
  * instance): the policies it defined and the slots it holds.
  */
 export class Connection {
+  /** By number, at most {@link MAX_POLICY_REFS}: a definition under a number in use replaces it. */
   readonly #policies = new Map<number, Policy>()
   readonly slots = new Map<string, HeldSlot>()
+
+  /** How many policies this connection has defined and not replaced. */
+  get size(): number {
+    return this.#policies.size
+  }
 
   policies(wire: readonly WirePolicy[]): Policy[] {
     return wire.map((entry) => {
       if (typeof entry === 'number') {
         const known = this.#policies.get(entry)
-        if (known === undefined) throw new Error(`policy ${entry} was never defined`)
+        if (known === undefined) throw new UnknownPolicy(entry)
         return known
       }
+      const { ref } = entry
+      if (!(Number.isInteger(ref) && ref >= 1 && ref <= MAX_POLICY_REFS)) {
+        throw new Error(`policy number ${ref} is not between 1 and ${MAX_POLICY_REFS}`)
+      }
       const policy = makePolicy(entry.spec, entry.name, entry.block, entry.carry)
-      this.#policies.set(entry.ref, policy)
+      this.#policies.set(ref, policy)
       return policy
     })
   }
@@ -39,6 +63,12 @@ export class Connection {
 export class Host {
   readonly memory: MemoryStore
   #leaseSeq = 0
+  /**
+   * The memory store's answer to a take, written into this one buffer: read into the reply
+   * at once, so a decision leaves only its reply behind (the host's garbage is every
+   * worker's pause).
+   */
+  readonly #taken: TakeBuffer = { allowed: false, results: [] }
 
   constructor(memory: MemoryStore) {
     this.memory = memory
@@ -51,6 +81,7 @@ export class Host {
       try {
         return { id, value: this.#run(connection, request) }
       } catch (error) {
+        if (error instanceof UnknownPolicy) return { id, error: error.message, unknownPolicy: true }
         return { id, error: error instanceof Error ? error.message : String(error) }
       }
     })
@@ -70,8 +101,8 @@ export class Host {
     switch (request.op) {
       case 'take': {
         const policies = connection.policies(request.policies)
-        const taken = memory.take(request.key, policies, request.cost)
-        return this.#wire(connection, request.key, taken.allowed, taken.results)
+        const taken = memory.take(request.key, policies, request.cost, this.#taken)
+        return this.#wire(connection, request.key, taken.allowed, taken.results, policies.length)
       }
       case 'force': {
         const policies = connection.policies(request.policies)
@@ -117,31 +148,36 @@ export class Host {
     }
   }
 
-  /** Results as JSON carries them, each slot taken recorded as the connection's under an id of the host's. */
+  /**
+   * Results as JSON carries them (`toWire` of `@sluice/keyed/store`: a wait of never is
+   * null), the first `n`, each slot taken recorded as the connection's under an id of the
+   * host's.
+   */
   #wire(
     connection: Connection,
     key: string,
     allowed: boolean,
     results: readonly PolicyResult[],
+    n = results.length,
   ): WireTake {
-    return toWire({
-      allowed,
-      results: results.map((result) => {
-        const stored: { -readonly [K in keyof StoredResult]: StoredResult[K] } = {
-          allowed: result.allowed,
-          remaining: result.remaining,
-          resetMs: result.resetMs,
-          retryAfterMs: result.retryAfterMs,
-        }
-        if (result.lease !== undefined) {
-          const id = String(++this.#leaseSeq)
-          connection.slots.set(id, { key, policy: result.policy, lease: result.lease })
-          stored.lease = { id, permits: result.lease.permits }
-        }
-        if (result.receipt !== undefined) stored.receipt = result.receipt
-        if (result.blocked === true) stored.blocked = true
-        return stored
-      }),
-    })
+    const wire = new Array<WireResult>(n)
+    for (let i = 0; i < n; i++) {
+      const result = results[i]!
+      const out: { -readonly [K in keyof WireResult]: WireResult[K] } = {
+        allowed: result.allowed,
+        remaining: result.remaining,
+        resetMs: Number.isFinite(result.resetMs) ? result.resetMs : null,
+        retryAfterMs: Number.isFinite(result.retryAfterMs) ? result.retryAfterMs : null,
+      }
+      if (result.lease !== undefined) {
+        const id = String(++this.#leaseSeq)
+        connection.slots.set(id, { key, policy: result.policy, lease: result.lease })
+        out.lease = { id, permits: result.lease.permits }
+      }
+      if (result.receipt !== undefined) out.receipt = result.receipt
+      if (result.blocked === true) out.blocked = true
+      wire[i] = out
+    }
+    return { allowed, results: wire }
   }
 }

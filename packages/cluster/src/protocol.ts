@@ -5,9 +5,17 @@ import type { Cost, Penalty, WireTake } from '@sluice/keyed/store'
 export const TAG = 'sluice:cluster-store'
 
 /**
- * A policy as a request names it: its number on this connection once the host knows it,
- * and the first time its definition too. The host keeps each connection's definitions,
- * so a decision carries a few numbers, not the specs.
+ * How many policy numbers a connection uses: a worker that made more policies than this
+ * (a limit per tenant) gives the least recently used one's number to the next, whose
+ * definition replaces it at the host, so neither side keeps more than this many.
+ */
+export const MAX_POLICY_REFS = 1024
+
+/**
+ * A policy as a request names it: its number on this connection (1 to
+ * {@link MAX_POLICY_REFS}) once the host knows it, and the first time its definition too.
+ * The host keeps each connection's definitions, so a decision carries a few numbers, not
+ * the specs.
  */
 export type WirePolicy =
   | number
@@ -65,7 +73,14 @@ export type Request = { readonly id: number } & (
  */
 export type Reply = { readonly id: number } & (
   | { readonly value: WireTake | null }
-  | { readonly error: string }
+  | {
+      readonly error: string
+      /**
+       * The request named a policy number the host does not know (its definition never
+       * arrived): the worker defines its policies again.
+       */
+      readonly unknownPolicy?: true
+    }
 )
 
 /**

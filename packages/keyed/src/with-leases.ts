@@ -27,7 +27,10 @@ export interface LeaseOptions {
 
 /** A store wrapped by {@link withLeases}. */
 export interface LeasedStore extends Store {
-  /** Ends every lease now, giving unspent permits and idle slots back (before a process exits). */
+  /**
+   * Ends every lease now, giving unspent permits, refunds owed and idle slots back (before
+   * a process exits, or its client closes): resolves once the store has answered them.
+   */
   flush(): Promise<void>
   /**
    * Ends the leases whose `ttl` is over now, refunding what is left: a timer does this
@@ -50,9 +53,13 @@ const NONE = Number.NEGATIVE_INFINITY
  * (`slots`). Calls a lease cannot serve exactly (several policies mixing a bulkhead and
  * time-based ones, policies with a penalty) go to the store as they are.
  *
+ * Refunds: a fixed window's permits of the block's own window come back to the block;
+ * every other refund goes to the store (with the entry's next call, or when its lease ends).
+ *
  * Overshoot (admitted beyond the limit in any window, N processes, block B =
  * floor(share × capacity)): 0 for a fixed window (a block never outlives its window) and a
- * bulkhead; N × B for token and leaky buckets, warm-up and sliding windows.
+ * bulkhead; N × B for sliding windows, token buckets and warm-up (a process never holds
+ * more than B, whatever its refunds); a leaky bucket (capacity 1) is never leased.
  *
  * @example
  * ```ts
@@ -97,7 +104,7 @@ interface RateEntry {
   readonly policies: readonly Policy[]
   /** Per policy: permits of the block not yet spent. */
   left: number[]
-  /** Per policy: the block's size (what a refund may give back at most). */
+  /** Per policy: what this process took in the block's window (fixed windows: what a local refund may give back at most). */
   size: number[]
   /** Per policy: what the store reported left once the block was taken. */
   base: number[]
@@ -113,6 +120,13 @@ interface RateEntry {
   /** Per policy: the next block's size (0: exact calls). */
   target: number[]
   pending: PromiseLike<unknown> | undefined
+  /**
+   * Refunds owed to the store (one receipt list), sent with the entry's next store call or
+   * when its lease ends: a refund taken back into the block would let a permit counted
+   * long ago be spent again now, beyond any bound.
+   */
+  owed: number[] | undefined
+  owedReceipts: readonly (number | undefined)[]
 }
 
 /** Slots of a bulkhead one store lease holds, handed out locally. */
@@ -156,6 +170,30 @@ const charge = (costs: number[]): Cost => (costs.length === 1 ? costs[0]! : cost
 const signature = (policies: readonly Policy[]): string =>
   policies.length === 1 ? policies[0]!.id : policies.map((policy) => policy.id).join('\u0000')
 
+const isFixedWindow = (policy: Policy): boolean => policy.spec.algorithm === 'fixed-window'
+
+const sameReceipts = (
+  a: readonly (number | undefined)[],
+  b: readonly (number | undefined)[],
+): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * Whether a refund names the receipt of every policy: one without (a `reward`) credits
+ * whatever the store holds when it arrives, so it goes to the store at once, as without leases.
+ */
+const fullReceipts = (
+  receipts: readonly (number | undefined)[] | undefined,
+  n: number,
+): receipts is readonly (number | undefined)[] => {
+  if (receipts === undefined || receipts.length !== n) return false
+  for (const receipt of receipts) if (receipt === undefined) return false
+  return true
+}
+
 class Leases implements LeasedStore {
   readonly #store: Store
   readonly #share: number
@@ -165,11 +203,16 @@ class Leases implements LeasedStore {
   /** Per key, per policy list: the leases this process holds. */
   readonly #rates = new Map<string, Map<string, RateEntry>>()
   readonly #slotEntries = new Map<string, Map<string, SlotEntry>>()
-  /** Largest block per policy id (0: not leased). */
-  readonly #blocks = new Map<string, number>()
+  /**
+   * Largest block per policy (0: not leased), kept by the policy object so that a process
+   * making policies on the fly (a limit per tenant) keeps nothing once they are gone.
+   */
+  readonly #blocks = new WeakMap<Policy, number>()
   /** Whether the store answers with promises: local answers then do too (an `AsyncStore` stays one). */
   #async = false
   #sweeper: ReturnType<typeof setInterval> | undefined
+  /** Refunds and releases sent and not answered yet. */
+  readonly #handing = new Set<Promise<void>>()
   #slotSeq = 0
   readonly #name: string
 
@@ -191,7 +234,7 @@ class Leases implements LeasedStore {
 
   /** The largest block of a policy: `share` of its capacity (slots: `slots` or `share` of `max`). */
   #blockOf(policy: Policy): number {
-    let block = this.#blocks.get(policy.id)
+    let block = this.#blocks.get(policy)
     if (block === undefined) {
       if (policy.spec.algorithm === 'concurrency') {
         block = Math.min(this.#slots ?? Math.floor(this.#share * policy.limit), policy.limit)
@@ -203,7 +246,7 @@ class Leases implements LeasedStore {
         block = Math.floor(this.#share * rateKernel(policy.spec as NormalizedRateSpec).capacity)
       }
       if (block < 2) block = 0
-      this.#blocks.set(policy.id, block)
+      this.#blocks.set(policy, block)
     }
     return block
   }
@@ -268,6 +311,8 @@ class Leases implements LeasedStore {
         refusal: undefined,
         target: policies.map((policy) => this.#blockOf(policy)),
         pending: undefined,
+        owed: undefined,
+        owedReceipts: [],
       }
       byKey.set(sig, entry)
       this.#startSweeping()
@@ -318,6 +363,7 @@ class Leases implements LeasedStore {
       if (4 * entry.left[i]! < target) low = true
     }
     if (!low || !any || this.#down()) return
+    this.#payOwed(entry)
     let asked: MaybePromise<TakeResult>
     try {
       asked = this.#seen(this.#store.take(entry.key, entry.policies, charge(missing)))
@@ -362,24 +408,55 @@ class Leases implements LeasedStore {
     }
   }
 
-  /** Gives back what is left of the entry's block (fire and forget: a failed refund loses permits, never adds). */
+  /**
+   * Gives back what is left of the entry's block and the refunds it owes, in one call when
+   * they name the same receipts (fire and forget: a failed refund loses permits, never adds).
+   */
   #refundLeft(entry: RateEntry): void {
-    let any = false
-    for (const left of entry.left) if (left > 0) any = true
-    if (any) {
-      const given = entry.left.slice()
-      this.#quietly(() =>
-        this.#store.refund(entry.key, entry.policies, charge(given), entry.receipts),
-      )
+    const owed = entry.owed
+    entry.owed = undefined
+    let given: number[] | undefined
+    if (owed !== undefined && sameReceipts(entry.owedReceipts, entry.receipts)) given = owed
+    else if (owed !== undefined) this.#sendRefund(entry, owed, entry.owedReceipts)
+    for (let i = 0; i < entry.left.length; i++) {
+      const left = entry.left[i]!
+      if (left <= 0) continue
+      given ??= new Array<number>(entry.left.length).fill(0)
+      given[i]! += left
     }
+    // A copy: the entry's receipts change with its next block, and a store may read them
+    // only once the call goes out (a batching client, a store behind an await).
+    if (given !== undefined) this.#sendRefund(entry, given, entry.receipts.slice())
     entry.left.fill(0)
     entry.expiresAt = NONE
+  }
+
+  /** Sends the refunds the entry owes now (before it takes from the store again). */
+  #payOwed(entry: RateEntry): void {
+    const owed = entry.owed
+    if (owed === undefined) return
+    entry.owed = undefined
+    this.#sendRefund(entry, owed, entry.owedReceipts)
+  }
+
+  #sendRefund(entry: RateEntry, given: number[], receipts: readonly (number | undefined)[]): void {
+    this.#quietly(() => this.#store.refund(entry.key, entry.policies, charge(given), receipts))
   }
 
   #quietly(call: () => MaybePromise<unknown>): void {
     try {
       const done = call()
-      if (isPromiseLike(done)) Promise.resolve(done).catch(() => {})
+      if (!isPromiseLike(done)) return
+      // Kept until answered, so that `flush` can wait for it.
+      const answered: Promise<void> = Promise.resolve(done).then(
+        () => {
+          this.#handing.delete(answered)
+        },
+        () => {
+          this.#handing.delete(answered)
+        },
+      )
+      this.#handing.add(answered)
     } catch {
       // A refund or release that fails gives nothing back: the bound holds all the same.
     }
@@ -614,22 +691,43 @@ class Leases implements LeasedStore {
     receipts?: readonly (number | undefined)[],
   ): MaybePromise<void> {
     const entry = this.#rates.get(key)?.get(signature(policies))
-    if (entry !== undefined && entry.pending === undefined && this.#clock.now() < entry.expiresAt) {
-      let same = true
-      for (let i = 0; i < policies.length; i++) {
-        const receipt = receipts?.[i]
-        if (receipt !== undefined && receipt !== entry.receipts[i]) same = false
-      }
-      if (same) {
+    if (entry !== undefined) {
+      // Permits come back: the store may admit again, so a refusal kept here is dropped.
+      entry.refusedUntil = NONE
+      entry.refusal = undefined
+      if (this.#clock.now() < entry.expiresAt && fullReceipts(receipts, policies.length)) {
         checkCost(`${this.#name}.refund`, cost, policies.length)
-        // Permits this block handed out come back to it, never beyond its size.
-        for (let i = 0; i < policies.length; i++) {
-          entry.left[i] = Math.min(entry.size[i]!, entry.left[i]! + costAt(cost, i))
-        }
-        return this.#answer(undefined)
+        return this.#answer(this.#refundHeld(entry, cost, receipts))
       }
     }
     return this.#seen(this.#store.refund(key, policies, cost, receipts))
+  }
+
+  /**
+   * A refund while the entry holds a lease. A fixed window's permits of the block's own
+   * window come back to the block (they are spent again in the window they were counted
+   * in). Any other permit goes back to the store, with its receipt: taken back locally, a
+   * permit counted in a slot (or bucket period) long gone would be spent again now, and a
+   * process could keep re-spending what it took before a window began, far beyond B.
+   * Those refunds wait for the entry's next store call, or its lease's end (at most `ttl`),
+   * so a refund per decision does not cost a store call per decision.
+   */
+  #refundHeld(entry: RateEntry, cost: Cost, receipts: readonly (number | undefined)[]): void {
+    const n = entry.policies.length
+    if (sameReceipts(receipts, entry.receipts) && entry.policies.every(isFixedWindow)) {
+      for (let i = 0; i < n; i++) {
+        entry.left[i] = Math.min(entry.size[i]!, entry.left[i]! + costAt(cost, i))
+      }
+      return
+    }
+    if (entry.owed !== undefined && !sameReceipts(receipts, entry.owedReceipts)) {
+      this.#payOwed(entry)
+    }
+    if (entry.owed === undefined) {
+      entry.owed = new Array<number>(n).fill(0)
+      entry.owedReceipts = receipts.slice()
+    }
+    for (let i = 0; i < n; i++) entry.owed[i]! += costAt(cost, i)
   }
 
   force(
@@ -728,5 +826,6 @@ class Leases implements LeasedStore {
     }
     await Promise.all(pending)
     this.#sweep(true)
+    await Promise.all(this.#handing)
   }
 }

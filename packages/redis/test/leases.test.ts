@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { compilePolicy } from '@sluice/keyed/store'
+import { ManualClock } from '@sluice/core'
+import type { Lease, LeasedStore } from '@sluice/keyed'
+import { compilePolicy, concurrencyPolicy } from '@sluice/keyed/store'
 import { expect, it } from 'vitest'
 import { redisStore } from '../src/index'
 import { connect, describeRedis, redisPort, uniquePrefix } from './helpers'
@@ -50,19 +52,29 @@ async function overload(algorithm: string) {
         { stdio: ['pipe', 'pipe', 'inherit'] },
       )
       let out = ''
+      let isReady = false
       return new Promise<Report>((resolve, reject) => {
         child.stdout.on('data', (data) => {
           out += String(data)
-          if (out === 'ready\n' && ++ready === PROCESSES) go()
+          // 'ready' may come in pieces, or with more after it.
+          if (!isReady && out.split('\n').includes('ready')) {
+            isReady = true
+            if (++ready === PROCESSES) go()
+          }
         })
+        // A worker that died before reading its start must not make the write throw.
+        child.stdin.on('error', () => {})
         void allReady.then(() => {
           // Every process starts on the same window boundary.
           child.stdin.write(`${(Math.floor(Date.now() / WINDOW) + 1) * WINDOW}\n`)
         })
         child.on('error', reject)
-        child.on('exit', (code) => {
-          if (code !== 0) reject(new Error(`lease worker exited with ${code}`))
-          else resolve(JSON.parse(out.slice('ready\n'.length)) as Report)
+        // 'close', not 'exit': all of its output has been read by then.
+        child.on('close', (code) => {
+          const line = out.split('\n').find((l) => l.startsWith('{'))
+          if (code !== 0 || line === undefined)
+            reject(new Error(`lease worker exited with ${code}`))
+          else resolve(JSON.parse(line) as Report)
         })
       })
     }),
@@ -142,5 +154,45 @@ describeRedis('leases: a Redis outage', () => {
     // The 99 permits left of the block, then onError 'deny' for every decision.
     expect(admitted).toBe(99)
     expect(store.status).toBe('down')
+  }, 30_000)
+})
+
+describeRedis('leases: bulkhead slots on Redis', () => {
+  it('two processes lease slots in blocks: in flight never beyond max, idle blocks go back at their ttl', async () => {
+    const prefix = uniquePrefix()
+    const clock = new ManualClock()
+    const pool = concurrencyPolicy('pool', 20)
+    const [a, b] = [0, 1].map(
+      () =>
+        redisStore({
+          client: connect(),
+          prefix,
+          lease: { slots: 5, ttl: '1s', clock },
+        }) as unknown as LeasedStore,
+    ) as [LeasedStore, LeasedStore]
+    const exact = redisStore({ client: connect(), prefix })
+    const held: { by: LeasedStore; lease: Lease }[] = []
+    for (let i = 0; i < 30; i++) {
+      const by = i % 2 === 0 ? a : b
+      const taken = await by.take('k', [pool], 1)
+      if (taken.allowed) held.push({ by, lease: taken.results[0]!.lease! })
+    }
+    expect(held).toHaveLength(20)
+    // A block of 5 each, then (blocks shrink to an eighth of what is left) one slot per
+    // call: all 20 held in Redis, nothing left for a third process.
+    expect((await exact.get('k', [pool]))[0]!.remaining).toBe(0)
+    expect((await exact.take('k', [pool], 1)).allowed).toBe(false)
+    // Released: the single slots in Redis at once, the blocks' slots stay with their
+    // process until the blocks' ttl.
+    for (const { by, lease } of held) await by.release('k', pool, lease)
+    expect((await exact.get('k', [pool]))[0]!.remaining).toBe(10)
+    // Taken again from a block this process holds.
+    const again = await a.take('k', [pool], 1)
+    expect(again.allowed).toBe(true)
+    await a.release('k', pool, again.results[0]!.lease!)
+    clock.advance(1000)
+    a.expire()
+    b.expire()
+    await expect.poll(async () => (await exact.get('k', [pool]))[0]!.remaining).toBe(20)
   }, 30_000)
 })
