@@ -93,6 +93,12 @@ export class KeyedCore {
         more[i] = diff
       }
     }
+    // One call where the store can (a round trip on Redis), else a refund and a force.
+    const store = this.store
+    if (store.settle !== undefined && (back !== undefined || more !== undefined)) {
+      const none = (): number[] => new Array<number>(n).fill(0)
+      return store.settle(key, policies, back ?? none(), more ?? none(), receipts)
+    }
     const refunded =
       back === undefined ? undefined : this.store.refund(key, policies, back, receipts)
     const after = (): MaybePromise<readonly PolicyResult[] | undefined> => {

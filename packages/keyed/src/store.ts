@@ -166,6 +166,20 @@ export interface Store {
    */
   force(key: string, policies: readonly Policy[], cost: Cost): MaybePromise<readonly PolicyResult[]>
   /**
+   * Settles a take at its actual cost, in one call: gives `back` permits back (as `refund`,
+   * with the take's `receipts`), then takes `more` whether they fit or not (as `force`).
+   * Answers each policy's state after it. Optional: without it, a settle is a `refund`
+   * followed by a `force` (or a `get`), two calls; a remote store has it so that a settle
+   * is one round trip.
+   */
+  settle?(
+    key: string,
+    policies: readonly Policy[],
+    back: Cost,
+    more: Cost,
+    receipts?: readonly (number | undefined)[],
+  ): MaybePromise<readonly PolicyResult[]>
+  /**
    * Blocks `key` under the time-based `policies` for `ms` from now (0 lifts a block),
    * whatever their budgets say, as a policy's penalty does.
    */

@@ -523,6 +523,21 @@ describe('withLeases: store calls, results, slots and options', () => {
     expect(first.results[0]!.remaining).toBe(100_000 - 1001)
   })
 
+  it("hides the wrapped store's one-call settle: a settle goes through the leases' refund and force", () => {
+    let bypassed = 0
+    const inner = Object.assign(memoryStore({ clock: new ManualClock(0) }), {
+      settle: () => {
+        bypassed++
+        return []
+      },
+    })
+    const leased: Store = withLeases(inner, {})
+    // Given out, the wrapped store's settle would give back a leased block's permits there too.
+    expect(leased.settle).toBeUndefined()
+    expect(typeof leased.refund).toBe('function')
+    expect(bypassed).toBe(0)
+  })
+
   it('shrinks blocks near the limit until each decision is one exact call', () => {
     const clock = new ManualClock(0)
     const { store, calls } = counting(memoryStore({ clock }))

@@ -85,6 +85,9 @@ export function withLeases(store: Store, options: LeaseOptions, name = 'withLeas
   return new Proxy(leased, {
     get(target, prop) {
       const own = prop in target
+      // A settle goes through this layer's refund and force: the wrapped store's one
+      // call would give back the permits of a leased block there as well.
+      if (prop === 'settle' && !own) return undefined
       const from: object = own ? target : store
       const value = Reflect.get(from, prop, from)
       if (typeof value !== 'function') return value

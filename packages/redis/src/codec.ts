@@ -215,7 +215,7 @@ export function decodeSingle(reply: unknown, plan: PolicyPlan): PolicyResult {
 }
 
 /** The general script's operations. */
-export type GeneralOp = 'take' | 'refund' | 'force' | 'block' | 'get'
+export type GeneralOp = 'take' | 'refund' | 'force' | 'settle' | 'block' | 'get'
 
 /** What a general call carries besides its policies and costs. */
 export interface GeneralCall {
@@ -226,7 +226,7 @@ export interface GeneralCall {
   readonly leaseId?: string
   /** A take's deadline, in µs on the scripts' clock (0: none). */
   readonly deadlineUs?: number
-  /** After the costs: a refund's receipts, a block's length. */
+  /** After the costs: a refund's receipts, a block's length, a settle's receipts and then its forced costs. */
   readonly extra?: readonly string[]
 }
 

@@ -322,6 +322,46 @@ class RedisBackedStore implements RedisStore {
     return this.#fallback.force(key, policies, cost)
   }
 
+  /** A refund and then a force in one EVALSHA: a settle is one round trip. */
+  async settle(
+    key: string,
+    policies: readonly Policy[],
+    back: Cost,
+    more: Cost,
+    receipts?: readonly (number | undefined)[],
+  ): Promise<readonly PolicyResult[]> {
+    checkCost('redisStore.settle', back, policies.length)
+    checkCost('redisStore.settle', more, policies.length)
+    if (policies.length === 0) return []
+    const plans = this.#plansOf(policies)
+    const keys = generalKeys(keyTag(this.#prefix, key), plans)
+    const outOfUse = () => this.#health.anyDown && this.#isDown(keys[0]!)
+    // What the fallback took (or all of it while the key's shard is away) is given back
+    // there, and the rest goes as a force would.
+    if (await this.#fallback.refund(key, policies, back, receipts, outOfUse)) {
+      return this.force(key, policies, more)
+    }
+    const forced = costsOf(more, plans.length)
+    const extra = plans.map((_, i) => {
+      const receipt = receipts?.[i]
+      return receipt === undefined ? '' : String(receipt)
+    })
+    for (const cost of forced) extra.push(String(cost))
+    try {
+      const costs = costsOf(back, plans.length)
+      const reply = await this.#general(
+        { op: 'settle', time: this.#time(), extra },
+        keys,
+        plans,
+        costs,
+      )
+      return decodeGeneral(reply, plans, costs, '').results
+    } catch {
+      // As a refund and a force that fail: the refund is lost, the force is the fallback's.
+      return this.#fallback.force(key, policies, more)
+    }
+  }
+
   async block(key: string, policies: readonly Policy[], ms: number): Promise<void> {
     checkBlock('redisStore.block', ms)
     if (policies.length === 0) return

@@ -1433,7 +1433,7 @@ return reply
 /** src/lua/general.lua */
 export const GENERAL: Script = {
   name: 'general',
-  sha: '629d3c70c101e9f0781e94d9d170e407a4a78bfb',
+  sha: '57af816c033faee63ee2b9353787ee96a4eb3397',
   source: `-- Every call the one-policy scripts leave out: several policies at once (all or none),
 -- costs per policy, warm-up and concurrency policies, penalties, and refund, force, block
 -- and get. It keeps the same values as the one-policy scripts (lib/record.lua), so either
@@ -1441,7 +1441,7 @@ export const GENERAL: Script = {
 --
 -- KEYS     each policy's state, in order
 -- ARGV[1]  time ('' : Redis's TIME; a test's clock: "<ms> <us>")
--- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
+-- ARGV[2]  'take' | 'refund' | 'force' | 'settle' | 'block' | 'get'
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
 -- ARGV[5]  number of policies n, then thirteen per policy: kind, then
@@ -1452,9 +1452,10 @@ export const GENERAL: Script = {
 --            c  concurrency     max, lease ttl ms
 --          and for the time-based kinds: window ms, penalty ms (0: none), refusals
 --          before it, carry mode; then n costs; then, for a refund, n receipts ('' :
---          none), for a block its ms
--- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force and get
---          six per policy (lib/record.lua's answer)
+--          none), for a block its ms; a settle's costs are what it gives back, followed
+--          by n receipts and then the n costs it forces
+-- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force, settle
+--          and get six per policy (lib/record.lua's answer)
 -- The time of the call, read once. NOW is whole microseconds (what the kernels decide
 -- on), NOW_MS milliseconds (what penalties and leases count in, as the memory store does).
 -- ARGV[1] is '' in production: Redis's own clock (TIME), so application servers whose
@@ -2767,7 +2768,7 @@ elseif op == 'block' then
       s.dirty = true
     end
   end
-elseif op == 'refund' then
+elseif op == 'refund' or op == 'settle' then
   for i, s in ipairs(states) do
     -- A key with no state is fresh: nothing to give back.
     if s.kind ~= 'c' and s.cost > 0 and s.known then
@@ -2775,6 +2776,16 @@ elseif op == 'refund' then
       if receipt == '' then receipt = nil else receipt = receipt + 0 end
       s.alg.refund(s, s.cost, receipt)
       s.dirty = true
+    end
+  end
+  -- A settle then takes what the actual cost exceeds its estimate by, as a force does.
+  if op == 'settle' then
+    for i, s in ipairs(states) do
+      local more = ARGV[extraAt + n + i] + 0
+      if s.kind ~= 'c' and more > 0 then
+        s.alg.force(s, more)
+        s.dirty = true
+      end
     end
   end
 end

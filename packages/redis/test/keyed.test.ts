@@ -1,5 +1,5 @@
 import { ManualClock } from '@sluice/core'
-import { keyedLimiter, type RateAlgorithm } from '@sluice/keyed'
+import { keyedLimiter, type RateAlgorithm, type Reservation } from '@sluice/keyed'
 import { expect, it } from 'vitest'
 import { redisStore } from '../src/index'
 import { connect, describeRedis, sleep, uniquePrefix } from './helpers'
@@ -90,6 +90,52 @@ describeRedis('keyedLimiter on Redis: reserve and settle', () => {
     expect(() => open.settle(-1)).toThrow(RangeError)
     await open.cancel()
     expect(await left(limiter)).toEqual([59, 8500, 1_998_500])
+  })
+
+  it('a settle is one round trip: one EVALSHA giving back, charging debt, or both (per policy) at once', async () => {
+    const clock = new ManualClock()
+    const client = connect()
+    const sent: string[] = []
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = (command, stream) => {
+      sent.push(command.name.toLowerCase())
+      return send(command, stream)
+    }
+    const limiter = keyedLimiter({
+      clock,
+      store: redisStore({ client, prefix: uniquePrefix(), clock, timeout: '10s' }),
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 100_000, window: '1m', algorithm: 'token-bucket' },
+        { name: 'monthly', limit: 2_000_000, window: '30d', algorithm: 'fixed-window' },
+      ],
+    })
+    const estimate = { requests: 1, tokens: 4000, monthly: 4000 }
+    const settleCalls = async (actual: Parameters<Reservation['settle']>[0]) => {
+      const reservation = await limiter.reserve('org', estimate)
+      sent.length = 0
+      const settled = await reservation.settle(actual)
+      const calls = sent.slice()
+      return { calls, left: settled.policies.map((p) => p.remaining) }
+    }
+    // Below the estimate (a refund) and the state after it, in one call.
+    expect(await settleCalls({ requests: 1, tokens: 1500, monthly: 1500 })).toEqual({
+      calls: ['evalsha'],
+      left: [59, 98_500, 1_998_500],
+    })
+    // Above it (debt).
+    expect(await settleCalls({ requests: 1, tokens: 5000, monthly: 5000 })).toEqual({
+      calls: ['evalsha'],
+      left: [58, 93_500, 1_993_500],
+    })
+    // Fewer tokens than reserved, more of the month's budget: back and debt in one call.
+    expect(await settleCalls({ requests: 1, tokens: 1000, monthly: 6000 })).toEqual({
+      calls: ['evalsha'],
+      left: [57, 92_500, 1_987_500],
+    })
+    expect((await limiter.get('org')).policies.map((p) => p.remaining)).toEqual([
+      57, 92_500, 1_987_500,
+    ])
   })
 
   it('a reservation left unsettled is given back after its ttl; a late settle charges the whole actual cost', async () => {

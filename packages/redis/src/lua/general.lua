@@ -5,7 +5,7 @@
 --
 -- KEYS     each policy's state, in order
 -- ARGV[1]  time ('' : Redis's TIME; a test's clock: "<ms> <us>")
--- ARGV[2]  'take' | 'refund' | 'force' | 'block' | 'get'
+-- ARGV[2]  'take' | 'refund' | 'force' | 'settle' | 'block' | 'get'
 -- ARGV[3]  lease id ('' : none): a take with a concurrency policy holds "<permits>:<id>"
 -- ARGV[4]  deadline (us, 0: none): a take that reaches Redis after it takes nothing
 -- ARGV[5]  number of policies n, then thirteen per policy: kind, then
@@ -16,9 +16,10 @@
 --            c  concurrency     max, lease ttl ms
 --          and for the time-based kinds: window ms, penalty ms (0: none), refusals
 --          before it, carry mode; then n costs; then, for a refund, n receipts ('' :
---          none), for a block its ms
--- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force and get
---          six per policy (lib/record.lua's answer)
+--          none), for a block its ms; a settle's costs are what it gives back, followed
+--          by n receipts and then the n costs it forces
+-- Reply    {taken (1 | 0; -1: past the deadline), now us}, then for take, force, settle
+--          and get six per policy (lib/record.lua's answer)
 --!include clock
 -- The algorithms the call's policies need: only their functions are made (lib/gcra.lua).
 local STRIDE = 13
@@ -152,7 +153,7 @@ elseif op == 'block' then
       s.dirty = true
     end
   end
-elseif op == 'refund' then
+elseif op == 'refund' or op == 'settle' then
   for i, s in ipairs(states) do
     -- A key with no state is fresh: nothing to give back.
     if s.kind ~= 'c' and s.cost > 0 and s.known then
@@ -160,6 +161,16 @@ elseif op == 'refund' then
       if receipt == '' then receipt = nil else receipt = receipt + 0 end
       s.alg.refund(s, s.cost, receipt)
       s.dirty = true
+    end
+  end
+  -- A settle then takes what the actual cost exceeds its estimate by, as a force does.
+  if op == 'settle' then
+    for i, s in ipairs(states) do
+      local more = ARGV[extraAt + n + i] + 0
+      if s.kind ~= 'c' and more > 0 then
+        s.alg.force(s, more)
+        s.dirty = true
+      end
     end
   end
 end
