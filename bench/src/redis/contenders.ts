@@ -1,3 +1,4 @@
+import { keyedLimiter } from '@sluice/keyed'
 import { compilePolicy } from '@sluice/keyed/store'
 import { redisStore } from '@sluice/redis'
 import { Redis } from 'ioredis'
@@ -63,6 +64,32 @@ function sluice(
   }
 }
 
+/**
+ * `keyedLimiter.consume` on the Redis store (issue 26): the programmatic API, token bucket,
+ * against rate-limiter-flexible's `consume` in the same run.
+ */
+const keyedConsume: RedisContender = {
+  id: 'sluice-keyed-consume',
+  label: 'sluice keyedLimiter.consume · token bucket',
+  kind: 'sluice',
+  async open(port) {
+    const client = await connect(port)
+    const limiter = keyedLimiter({
+      name: 'bench-keyed',
+      algorithm: 'token-bucket',
+      limit: BENCH_RATE.limit,
+      window: BENCH_RATE.windowMs,
+      store: redisStore({ client, prefix: 'sluice-keyed:', onError: 'deny' }),
+    })
+    return {
+      decide: async (key) => (await limiter.consume(key)).allowed,
+      close: async () => {
+        await client.quit()
+      },
+    }
+  },
+}
+
 /** Every contender, the floor first. */
 export const REDIS_CONTENDERS: readonly RedisContender[] = [
   {
@@ -83,6 +110,7 @@ export const REDIS_CONTENDERS: readonly RedisContender[] = [
   sluice('fixed-window', 'fixed window'),
   sluice('sliding-window', 'sliding window (10 slots)'),
   sluice('token-bucket', 'token bucket'),
+  keyedConsume,
   {
     id: 'rate-limiter-flexible',
     label: 'rate-limiter-flexible RateLimiterRedis.consume',

@@ -61,6 +61,31 @@ export function evaluateRedisTargets(result: RedisBenchResult): RedisTarget[] {
       met: rate.every(([, r]) => r.median >= throughputBound),
     })
   }
+  // keyedLimiter.consume against rate-limiter-flexible's consume, same run (issue 26).
+  const consumeRate = result.scenarios
+    .filter((s) => s.scenario.inFlight > 1)
+    .map(
+      (s) =>
+        [
+          s,
+          ratio(
+            cellOf(s, 'sluice-keyed-consume')!,
+            cellOf(s, 'rate-limiter-flexible')!,
+            'decisionsPerSecond',
+          ),
+        ] as const,
+    )
+  const consumeTrips = result.scenarios.map(
+    (s) => summarize(cellOf(s, 'sluice-keyed-consume')!.evalsPerDecision).median,
+  )
+  targets.push({
+    target:
+      '`keyedLimiter.consume` (issue 26): one round trip per call, and decisions/s at 200 in flight ≥ rate-limiter-flexible `consume`, hot key and 10k keys',
+    measured: `${consumeRate.map(([s, r]) => `${s.scenario.name}: ${ratioText(r)}`).join('; ')}; ${fixed(3)(Math.min(...consumeTrips))}–${fixed(3)(Math.max(...consumeTrips))} EVALSHA per call`,
+    met:
+      consumeRate.every(([, r]) => r.median >= 1) &&
+      consumeTrips.every((t) => Math.abs(t - 1) < 0.001),
+  })
   const own = result.overhead.filter((o) => o.id.startsWith('sluice-'))
   const worst = Math.max(...own.map((o) => o.us.median))
   const busy = result.scenarios
