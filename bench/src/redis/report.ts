@@ -80,11 +80,9 @@ export function evaluateRedisTargets(result: RedisBenchResult): RedisTarget[] {
   )
   targets.push({
     target:
-      '`keyedLimiter.consume` (issue 26): one round trip per call, and decisions/s at 200 in flight ≥ rate-limiter-flexible `consume`, hot key and 10k keys',
+      '`keyedLimiter.consume` (issue 26): at most one round trip per call, and decisions/s at 200 in flight ≥ rate-limiter-flexible `consume`, hot key and 10k keys',
     measured: `${consumeRate.map(([s, r]) => `${s.scenario.name}: ${ratioText(r)}`).join('; ')}; ${fixed(3)(Math.min(...consumeTrips))}–${fixed(3)(Math.max(...consumeTrips))} EVALSHA per call`,
-    met:
-      consumeRate.every(([, r]) => r.median >= 1) &&
-      consumeTrips.every((t) => Math.abs(t - 1) < 0.001),
+    met: consumeRate.every(([, r]) => r.median >= 1) && consumeTrips.every((t) => t <= 1.001),
   })
   const own = result.overhead.filter((o) => o.id.startsWith('sluice-'))
   const worst = Math.max(...own.map((o) => o.us.median))
@@ -104,9 +102,10 @@ export function evaluateRedisTargets(result: RedisBenchResult): RedisTarget[] {
   const trips = sluiceCells.map((cell) => summarize(cell.evalsPerDecision).median)
   const noScript = sluiceCells.reduce((sum, cell) => sum + cell.noScript, 0)
   targets.push({
-    target: 'One round trip per decision (one EVALSHA, no NOSCRIPT retries)',
+    target:
+      'At most one round trip per decision (one EVALSHA, or fewer: concurrent takes of a hot key share one; no NOSCRIPT retries)',
     measured: `${fixed(3)(Math.min(...trips))}–${fixed(3)(Math.max(...trips))} EVALSHA per decision, ${noScript} NOSCRIPT`,
-    met: trips.every((t) => Math.abs(t - 1) < 0.001) && noScript === 0,
+    met: trips.every((t) => t <= 1.001) && noScript === 0,
   })
   return targets
 }
