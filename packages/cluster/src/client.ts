@@ -362,6 +362,37 @@ export function clientStore(
       )
     },
 
+    /** A refund and then a force in one message: a settle is one round trip to the host. */
+    async settle(
+      key: string,
+      policies: readonly Policy[],
+      back: Cost,
+      more: Cost,
+      receipts?: readonly (number | undefined)[],
+    ) {
+      checkCost(`${factory}.settle`, back, policies.length)
+      checkCost(`${factory}.settle`, more, policies.length)
+      if (policies.length === 0) return []
+      // What the fallback took (or all of it while the host is away) is given back there.
+      if (await fallback.refund(key, policies, back, receipts, () => health.outOfUse(0))) {
+        return this.force(key, policies, more)
+      }
+      const wireReceipts = receipts?.map((receipt) => receipt ?? null) ?? null
+      return decide(
+        key,
+        (c) => ({
+          op: 'settle',
+          key,
+          policies: c.policies(policies),
+          back,
+          more,
+          receipts: wireReceipts,
+        }),
+        results(policies),
+        () => fallback.force(key, policies, more),
+      )
+    },
+
     async block(key: string, policies: readonly Policy[], ms: number) {
       checkBlock(`${factory}.block`, ms)
       if (policies.length === 0) return

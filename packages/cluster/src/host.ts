@@ -123,6 +123,17 @@ export class Host {
         memory.refund(request.key, policies, request.cost, receipts)
         return null
       }
+      case 'settle': {
+        const policies = connection.policies(request.policies)
+        const receipts = request.receipts?.map((receipt) => receipt ?? undefined)
+        memory.refund(request.key, policies, request.back, receipts)
+        return this.#wire(
+          connection,
+          request.key,
+          true,
+          memory.force(request.key, policies, request.more),
+        )
+      }
       case 'block':
         memory.block(request.key, connection.policies(request.policies), request.ms)
         return null

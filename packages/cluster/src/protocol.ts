@@ -45,6 +45,15 @@ export type Request = { readonly id: number } & (
       readonly receipts: readonly (number | null)[] | null
     }
   | {
+      /** A refund of `back` (with `receipts`), then a force of `more`, answered as a force. */
+      readonly op: 'settle'
+      readonly key: string
+      readonly policies: readonly WirePolicy[]
+      readonly back: Cost
+      readonly more: Cost
+      readonly receipts: readonly (number | null)[] | null
+    }
+  | {
       readonly op: 'block'
       readonly key: string
       readonly policies: readonly WirePolicy[]

@@ -1,8 +1,9 @@
 import { rmSync } from 'node:fs'
 import { ManualClock } from '@sluice/core'
+import { keyedLimiter } from '@sluice/keyed'
 import { makePolicy } from '@sluice/keyed/store'
 import { runStoreContract, runStoreModel } from '@sluice/keyed/testing'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { type ClusterStore, ClusterStoreError, clusterStore } from '../src/index'
 import { startFixture } from './run-fixture'
 import { socketPath, waitForSocket } from './socket'
@@ -71,6 +72,40 @@ describe('clusterStore on a socket', () => {
     expect((await host.get('k', [policy]))[0]!.remaining).toBe(9_899)
     await worker.close()
     await expect.poll(async () => (await host.get('k', [policy]))[0]!.remaining).toBe(9_950)
+  })
+
+  it('a reservation settles in one message to the host: below, above, and both at once (per policy)', async () => {
+    // The host's clock stands still: a token bucket of 100,000 a minute refills every 0.6 ms.
+    const { worker } = await pair({ clock: new ManualClock() })
+    const limiter = keyedLimiter({
+      store: worker,
+      policies: [
+        { name: 'requests', limit: 60, window: '1m' },
+        { name: 'tokens', limit: 100_000, window: '1m', algorithm: 'token-bucket' },
+        { name: 'monthly', limit: 2_000_000, window: '30d', algorithm: 'fixed-window' },
+      ],
+    })
+    // A settle is neither a refund nor a force of its own: one call, the state answered.
+    const refund = vi.spyOn(worker, 'refund')
+    const force = vi.spyOn(worker, 'force')
+    const get = vi.spyOn(worker, 'get')
+    const settle = vi.spyOn(worker, 'settle')
+    const estimate = { requests: 1, tokens: 4000, monthly: 4000 }
+    const left = async (actual: Record<string, number>) => {
+      const settled = await (await limiter.reserve('org', estimate)).settle(actual)
+      return settled.policies.map((p) => p.remaining)
+    }
+    expect(await left({ requests: 1, tokens: 1500, monthly: 1500 })).toEqual([
+      59, 98_500, 1_998_500,
+    ])
+    expect(await left({ requests: 1, tokens: 5000, monthly: 5000 })).toEqual([
+      58, 93_500, 1_993_500,
+    ])
+    expect(await left({ requests: 1, tokens: 1000, monthly: 6000 })).toEqual([
+      57, 92_500, 1_987_500,
+    ])
+    expect(settle).toHaveBeenCalledTimes(3)
+    expect([refund, force, get].map((spy) => spy.mock.calls.length)).toEqual([0, 0, 0])
   })
 
   it("a closed worker's slots are free again", async () => {
