@@ -10,7 +10,7 @@ import {
 } from '@sluice/keyed/store'
 import { type ClusterStore, ClusterStoreError } from './errors'
 import type { Connect, Link, LinkHandlers } from './links'
-import { MAX_POLICY_REFS, type Request, type WirePolicy } from './protocol'
+import { MAX_POLICY_REFS, type Request, toWireReceipts, type WirePolicy } from './protocol'
 
 /** Omit over each member of a union (the built-in one merges them). */
 type Call = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
@@ -341,13 +341,12 @@ export function clientStore(
       checkCost(`${factory}.refund`, cost, policies.length)
       if (policies.length === 0) return
       if (await fallback.refund(key, policies, cost, receipts, () => health.outOfUse(0))) return
-      const wireReceipts = receipts?.map((receipt) => receipt ?? null) ?? null
       await call(key, (c) => ({
         op: 'refund',
         key,
         policies: c.policies(policies),
         cost,
-        receipts: wireReceipts,
+        receipts: toWireReceipts(receipts),
       })).catch(() => {})
     },
 
@@ -377,7 +376,6 @@ export function clientStore(
       if (await fallback.refund(key, policies, back, receipts, () => health.outOfUse(0))) {
         return this.force(key, policies, more)
       }
-      const wireReceipts = receipts?.map((receipt) => receipt ?? null) ?? null
       return decide(
         key,
         (c) => ({
@@ -386,7 +384,7 @@ export function clientStore(
           policies: c.policies(policies),
           back,
           more,
-          receipts: wireReceipts,
+          receipts: toWireReceipts(receipts),
         }),
         results(policies),
         () => fallback.force(key, policies, more),

@@ -2,6 +2,7 @@ import type { Lease, MemoryStore, Policy, PolicyResult, TakeBuffer } from '@slui
 import { makePolicy, type WireResult, type WireTake } from '@sluice/keyed/store'
 import {
   type Batch,
+  fromWireReceipts,
   MAX_POLICY_REFS,
   type Reply,
   type Request,
@@ -119,14 +120,12 @@ export class Host {
       }
       case 'refund': {
         const policies = connection.policies(request.policies)
-        const receipts = request.receipts?.map((receipt) => receipt ?? undefined)
-        memory.refund(request.key, policies, request.cost, receipts)
+        memory.refund(request.key, policies, request.cost, fromWireReceipts(request.receipts))
         return null
       }
       case 'settle': {
         const policies = connection.policies(request.policies)
-        const receipts = request.receipts?.map((receipt) => receipt ?? undefined)
-        memory.refund(request.key, policies, request.back, receipts)
+        memory.refund(request.key, policies, request.back, fromWireReceipts(request.receipts))
         return this.#wire(
           connection,
           request.key,

@@ -114,3 +114,17 @@ export function isBatch<T>(message: unknown, store: string): message is Batch<T>
     Array.isArray((message as Batch<T>).batch)
   )
 }
+
+/** Receipts as JSON carries them: it has no undefined in arrays, so a missing one is null. */
+export function toWireReceipts(
+  receipts: readonly (number | undefined)[] | undefined,
+): (number | null)[] | null {
+  return receipts?.map((receipt) => receipt ?? null) ?? null
+}
+
+/** The receipts a {@link toWireReceipts} sent. */
+export function fromWireReceipts(
+  receipts: readonly (number | null)[] | null,
+): (number | undefined)[] | undefined {
+  return receipts?.map((receipt) => receipt ?? undefined)
+}

@@ -99,11 +99,10 @@ export class KeyedCore {
       const none = (): number[] => new Array<number>(n).fill(0)
       return store.settle(key, policies, back ?? none(), more ?? none(), receipts)
     }
-    const refunded =
-      back === undefined ? undefined : this.store.refund(key, policies, back, receipts)
+    const refunded = back === undefined ? undefined : store.refund(key, policies, back, receipts)
     const after = (): MaybePromise<readonly PolicyResult[] | undefined> => {
-      if (more !== undefined) return this.store.force(key, policies, more)
-      return answer ? this.store.get(key, policies) : undefined
+      if (more !== undefined) return store.force(key, policies, more)
+      return answer ? store.get(key, policies) : undefined
     }
     return isPromiseLike(refunded) ? Promise.resolve(refunded).then(after) : after()
   }

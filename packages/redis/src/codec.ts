@@ -230,6 +230,19 @@ export interface GeneralCall {
   readonly extra?: readonly string[]
 }
 
+/** A refund's receipts as the general script reads them, one per policy ('' : none). */
+export function receiptArgs(
+  receipts: readonly (number | undefined)[] | undefined,
+  policies: number,
+): string[] {
+  const args = new Array<string>(policies)
+  for (let i = 0; i < policies; i++) {
+    const receipt = receipts?.[i]
+    args[i] = receipt === undefined ? '' : String(receipt)
+  }
+  return args
+}
+
 /** EVALSHA's arguments for the general script on `keys` (one per policy, in order). */
 export function generalArgs(
   call: GeneralCall,

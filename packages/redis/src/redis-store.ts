@@ -25,6 +25,7 @@ import {
   leaseMember,
   type PolicyPlan,
   planPolicy,
+  receiptArgs,
   singleArgs,
 } from './codec'
 import { type Connection, connectionOf } from './connection'
@@ -294,10 +295,7 @@ class RedisBackedStore implements RedisStore {
     const keys = generalKeys(keyTag(this.#prefix, key), plans)
     const outOfUse = () => this.#health.anyDown && this.#isDown(keys[0]!)
     if (await this.#fallback.refund(key, policies, cost, receipts, outOfUse)) return
-    const extra = plans.map((_, i) => {
-      const receipt = receipts?.[i]
-      return receipt === undefined ? '' : String(receipt)
-    })
+    const extra = receiptArgs(receipts, plans.length)
     await this.#general({ op: 'refund', time: this.#time(), extra }, keys, plans, cost).catch(
       () => undefined,
     )
@@ -341,12 +339,8 @@ class RedisBackedStore implements RedisStore {
     if (await this.#fallback.refund(key, policies, back, receipts, outOfUse)) {
       return this.force(key, policies, more)
     }
-    const forced = costsOf(more, plans.length)
-    const extra = plans.map((_, i) => {
-      const receipt = receipts?.[i]
-      return receipt === undefined ? '' : String(receipt)
-    })
-    for (const cost of forced) extra.push(String(cost))
+    const extra = receiptArgs(receipts, plans.length)
+    for (const cost of costsOf(more, plans.length)) extra.push(String(cost))
     try {
       const costs = costsOf(back, plans.length)
       const reply = await this.#general(
