@@ -30,6 +30,7 @@ import {
 import type { Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
 import {
   adaptiveChannel,
+  andThen,
   type BulkheadEvent,
   bulkheadChannel,
   checkCarries,
@@ -497,7 +498,7 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
           this.#freeSlot(key, priority)
           throw signal.reason
         }
-        return isPromiseLike(given) ? Promise.resolve(given).then(gone) : gone()
+        return andThen(given, gone)
       }
       const partition = partitionName(priority)
       return this.#decided(req, res, key, { ...taken, priority }, waitedMs, partition)
@@ -522,7 +523,7 @@ export class BulkheadEngine<Req = unknown, Res = unknown> extends Engine<Req, Re
       this.#decided(req, res, key, { allowed: false, results }, undefined, partition)
     if (this.adaptive !== undefined) return refuse([this.#adaptiveResult(false)])
     const results = this.store.get(key, this.#policies)
-    return isPromiseLike(results) ? Promise.resolve(results).then(refuse) : refuse(results)
+    return andThen(results, refuse)
   }
 
   #slotsOf(key: string): SlotQueue {

@@ -11,6 +11,7 @@ import {
 } from '@sluice/core/validation'
 import type { Cost, Policy, PolicyResult, TakeResult } from '@sluice/keyed/store'
 import {
+  andThen,
   checkCarries,
   claimPolicies,
   costAt,
@@ -669,7 +670,7 @@ export class RateLimitEngine<Req = unknown, Res = unknown> extends Engine<Req, R
     }
     try {
       const actual = this.settleCost!(req, res)
-      const applied = isPromiseLike(actual) ? Promise.resolve(actual).then(apply) : apply(actual)
+      const applied = andThen(actual, apply)
       if (isPromiseLike(applied)) return Promise.resolve(applied).then(() => undefined, report)
     } catch (error) {
       report(error)

@@ -1,7 +1,7 @@
 import { costAt } from './call-checks'
 import { rateLimitChannel } from './events'
 import { checkKey, lookupKey, storedKey } from './key'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import { andThen, type MaybePromise } from './maybe-promise'
 import { longestWait, primaryIndex } from './primary'
 import type { Cost, Lease, Policy, PolicyResult, Store, TakeBuffer, TakeResult } from './store'
 
@@ -104,7 +104,7 @@ export class KeyedCore {
       if (more !== undefined) return store.force(key, policies, more)
       return answer ? store.get(key, policies) : undefined
     }
-    return isPromiseLike(refunded) ? Promise.resolve(refunded).then(after) : after()
+    return andThen(refunded, after)
   }
 
   /**
@@ -183,16 +183,4 @@ export function livePolicies(
 ): readonly Policy[] {
   if (current === undefined || taken === current) return taken
   return taken.map((policy) => current.find((p) => p.name === policy.name) ?? policy)
-}
-
-/**
- * Runs `next` on a value, or on what a promise resolves to (not named `then`: a module
- * exporting `then` would make its namespace a thenable).
- */
-export function andThen<T, R>(
-  value: MaybePromise<T>,
-  next: (value: T) => MaybePromise<R>,
-): MaybePromise<R> {
-  if (isPromiseLike(value)) return Promise.resolve(value).then(next)
-  return next(value as T)
 }

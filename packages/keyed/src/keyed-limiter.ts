@@ -9,8 +9,8 @@ import {
 } from '@sluice/core/validation'
 import { type KeyedCost, readKeyedCost } from './call-checks'
 import { rateLimitChannel } from './events'
-import { andThen, KeyedCore, livePolicies } from './keyed-core'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import { KeyedCore, livePolicies } from './keyed-core'
+import { andThen, isPromiseLike, type MaybePromise } from './maybe-promise'
 import { isMemoryStore, type MemoryStore, memoryStore } from './memory-store'
 import {
   checkCarries,

@@ -43,3 +43,15 @@ export function whenSettled<T>(
     fail(error)
   }
 }
+
+/**
+ * Runs `next` on a value, or on what a promise resolves to (not named `then`: a module
+ * exporting `then` would make its namespace a thenable).
+ */
+export function andThen<T, R>(
+  value: MaybePromise<T>,
+  next: (value: T) => MaybePromise<R>,
+): MaybePromise<R> {
+  if (isPromiseLike(value)) return Promise.resolve(value).then(next)
+  return next(value as T)
+}

@@ -25,7 +25,7 @@ export {
 export { Fallback, type FallbackOptions } from './fallback'
 export { boundedKey, checkKey, lookupKey, MAX_KEY_LENGTH, storedKey } from './key'
 export { KeyedCore, livePolicies, totalCost } from './keyed-core'
-export { isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
+export { andThen, isPromiseLike, type MaybePromise, whenSettled } from './maybe-promise'
 export {
   type BlockOptions,
   checkCarries,

@@ -3,7 +3,7 @@ import { type Clock, type Duration, systemClock } from '@sluice/core'
 import { rateKernel } from '@sluice/core/internal'
 import { rangeError, readClock, readOptions, readPositiveDuration } from '@sluice/core/validation'
 import { checkCost, costAt } from './call-checks'
-import { isPromiseLike, type MaybePromise } from './maybe-promise'
+import { andThen, isPromiseLike, type MaybePromise } from './maybe-promise'
 import type { Cost, Lease, Policy, PolicyResult, Store, TakeBuffer, TakeResult } from './store'
 
 /** Options of {@link withLeases} (the `lease` option of a remote store). */
@@ -764,7 +764,7 @@ class Leases implements LeasedStore {
           : result,
       )
     }
-    return isPromiseLike(got) ? Promise.resolve(got).then(adjust) : adjust(got)
+    return andThen(got, adjust)
   }
 
   reset(key: string, policies?: readonly Policy[]): MaybePromise<void> {

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core'
 import type { RateLimitInfo } from '@sluice/http/adapter'
 import { type NodeAccessors, respond } from '@sluice/http/node'
 import type { KeyedResult } from '@sluice/keyed'
-import { isPromiseLike, type MaybePromise } from '@sluice/keyed/store'
+import { andThen, type MaybePromise } from '@sluice/keyed/store'
 import { type Admit, nestResponse, noResponse, resolverCall } from './accessors'
 import { type GraphQLRefusal, RateLimitException } from './exception'
 import { handlerMetadata } from './metadata'
@@ -95,9 +95,7 @@ export class SluiceGuard implements CanActivate {
       if (found !== undefined) this.sluice.useKey(req, found)
       return respond(engine.admit(req, res), req, res, next, rateLimitAnswer)
     }
-    return (isPromiseLike(key) ? Promise.resolve(key).then(run) : run(key)) as
-      | boolean
-      | Promise<boolean>
+    return andThen(key, run) as boolean | Promise<boolean>
   }
 
   /**
